@@ -1,0 +1,138 @@
+"""Load a :class:`Config` from a dict, a YAML file or a built-in preset, with overrides."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rlpipe.config.schema import Config
+
+
+class ConfigError(ValueError):
+    """A configuration problem, described in one line that names the key path."""
+
+
+def preset_names() -> list[str]:
+    """Names of the built-in presets."""
+    folder = resources.files("rlpipe.config") / "presets"
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_yaml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{origin}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def _load_source(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(source, Mapping):
+        return _to_plain(source)
+    text = str(source)
+    if text in preset_names():
+        preset = resources.files("rlpipe.config") / "presets" / f"{text}.yaml"
+        return _read_yaml(preset.read_text(), f"preset {text}")
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        return _read_yaml(path.read_text(), str(path))
+    hint = difflib.get_close_matches(text, preset_names(), n=1)
+    suffix = f" (did you mean '{hint[0]}'?)" if hint else f" (presets: {', '.join(preset_names())})"
+    raise ConfigError(f"unknown preset '{text}'{suffix}")
+
+
+def _to_plain(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy nested mappings (EasyDicts, dicts) into plain dicts."""
+    return {k: _to_plain(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[leaf] = value
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split ``key.path=value``; the value is parsed as YAML (``1e-3``, ``true``, ``[64, 64]``)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override '{text}' is not of the form key.path=value")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def _model_at(path: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model class that holds the field at ``path`` (for typo hints)."""
+    model: type[BaseModel] = Config
+    for part in path[:-1]:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        candidates = [a for a in getattr(field.annotation, "__args__", ()) or (field.annotation,)]
+        nested = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+        if not nested:
+            return None
+        model = nested[0]
+    return model
+
+
+def _describe(err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = tuple(first["loc"])
+    key = ".".join(str(p) for p in loc)
+    if first["type"] == "extra_forbidden":
+        model = _model_at(loc)
+        hint = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model else []
+        did_you_mean = f" (did you mean '{'.'.join([*map(str, loc[:-1]), hint[0]])}'?)" if hint else ""
+        return f"unknown config key '{key}'{did_you_mean}"
+    value = first.get("input")
+    where = f"config key '{key}'" if key else "config"
+    return f"{where}: {first['msg']} (got {value!r})"
+
+
+def load_config(
+    source: str | Path | Mapping[str, Any] | Config | None = None, overrides: Iterable[str] = ()
+) -> Config:
+    """Build a validated :class:`Config`.
+
+    ``source`` is a preset name, a YAML path, a (nested) dict or a ``Config``; ``overrides``
+    are ``key.path=value`` strings applied on top. Raises :class:`ConfigError` in one line.
+    """
+    if isinstance(source, Config):
+        data = source.model_dump()
+    elif source is None:
+        data = {}
+    else:
+        data = _load_source(source)
+    for text in overrides:
+        key, value = parse_override(text)
+        _set_dotted(data, key, value)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_describe(err)) from None
+
+
+def dump_config(cfg: Config, path: Path) -> None:
+    """Write the resolved config as YAML (it loads back to the same Config)."""
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))

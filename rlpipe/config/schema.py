@@ -1,0 +1,130 @@
+"""Typed configuration, nested as in the seed (``cfg.policy.learn.batch_size`` ...).
+
+Every model rejects unknown keys; each field carries a one-line description. Middleware
+read only the attributes they need, so any nested attribute object with the same names
+(an EasyDict, a SimpleNamespace) works in their place.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EnvConfig(_Strict):
+    env_id: str = Field("CartPole-v1", description="Gymnasium environment id.")
+    env_kwargs: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for gym.make.")
+    collector_env_num: PositiveInt = Field(8, description="Environments stepped together by the collector.")
+    evaluator_env_num: PositiveInt = Field(5, description="Environments stepped together by the evaluator.")
+    n_evaluator_episode: PositiveInt = Field(10, description="Episodes per evaluation.")
+    stop_value: float = Field(475.0, description="Mean evaluation return at which training stops.")
+    max_episode_steps: PositiveInt | None = Field(None, description="Override of the env's time limit.")
+
+
+class ModelConfig(_Strict):
+    obs_shape: PositiveInt | None = Field(None, description="Observation size; None: taken from the env.")
+    action_shape: PositiveInt | None = Field(None, description="Number of actions; None: from the env.")
+    encoder_hidden_size_list: list[PositiveInt] = Field(
+        default_factory=lambda: [64, 64], description="Hidden layer sizes of the MLP encoder."
+    )
+    dueling: bool = Field(False, description="Use a dueling (value + advantage) head.")
+
+
+class LearnConfig(_Strict):
+    batch_size: PositiveInt = Field(64, description="Transitions per training batch.")
+    update_per_collect: PositiveInt = Field(10, description="Training rounds per pipeline iteration.")
+    learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate.")
+    target_update_freq: PositiveInt = Field(
+        100, description="Hard target update every this many train iterations (when target_theta is None)."
+    )
+    target_theta: float | None = Field(
+        None, gt=0, le=1, description="Soft (Polyak) target update rate; when set, replaces hard updates."
+    )
+    grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
+    double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation.")
+
+    @model_validator(mode="after")
+    def _one_target_rule(self) -> LearnConfig:
+        if self.target_theta is not None and "target_update_freq" in self.model_fields_set:
+            raise ValueError("set either target_update_freq (hard) or target_theta (soft), not both")
+        return self
+
+
+class CollectConfig(_Strict):
+    n_sample: PositiveInt | None = Field(96, description="Env steps collected per iteration (step collector).")
+    n_episode: PositiveInt | None = Field(None, description="Episodes collected per iteration (episode collector).")
+    unroll_len: PositiveInt = Field(1, description="Length of sampled sequences (1: single transitions).")
+
+
+class EvaluatorConfig(_Strict):
+    eval_freq: PositiveInt = Field(1000, description="Evaluate every this many train iterations.")
+
+
+class EvalConfig(_Strict):
+    evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
+
+
+class EpsConfig(_Strict):
+    type: Literal["exp", "linear"] = Field("exp", description="Decay schedule of epsilon over env steps.")
+    start: float = Field(1.0, ge=0, le=1, description="Epsilon at env step 0.")
+    end: float = Field(0.05, ge=0, le=1, description="Final epsilon.")
+    decay: PositiveInt = Field(10000, description="Env steps of the decay (linear) or its time constant (exp).")
+
+
+class ReplayBufferConfig(_Strict):
+    replay_buffer_size: PositiveInt = Field(100_000, description="Capacity in transitions (or episodes).")
+    priority_power_factor: float = Field(0.6, ge=0, description="Priority exponent alpha.")
+    IS_weight_power_factor: float = Field(0.4, ge=0, le=1, description="Initial importance-weight exponent beta.")
+    IS_weight_anneal_train_iter: PositiveInt = Field(
+        100_000, description="Train iterations over which beta anneals to 1."
+    )
+
+
+class HerConfig(_Strict):
+    her_strategy: Literal["final", "future", "episode"] = Field("future", description="Where new goals come from.")
+    her_replay_k: PositiveInt = Field(1, description="Relabelled copies per sampled transition.")
+    episode_size: PositiveInt | None = Field(None, description="Episodes sampled per batch; None: batch_size.")
+    sample_per_episode: PositiveInt | None = Field(None, description="Transitions per episode; None: all.")
+
+
+class OtherConfig(_Strict):
+    eps: EpsConfig = Field(default_factory=EpsConfig)
+    replay_buffer: ReplayBufferConfig = Field(default_factory=ReplayBufferConfig)
+    her: HerConfig | None = Field(None, description="Hindsight experience replay; None disables it.")
+
+
+class PolicyConfig(_Strict):
+    type: Literal["dqn"] = Field("dqn", description="Algorithm.")
+    cuda: bool = Field(False, description="Train on the GPU when available.")
+    priority: bool = Field(False, description="Prioritised replay: the learner returns per-sample priorities.")
+    priority_IS_weight: bool = Field(False, description="Correct prioritised sampling with importance weights.")
+    discount_factor: float = Field(0.99, gt=0, le=1, description="Discount gamma.")
+    nstep: PositiveInt = Field(1, description="Steps of the n-step return.")
+    random_collect_size: int = Field(0, ge=0, description="Uniform-random env steps collected before training.")
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    learn: LearnConfig = Field(default_factory=LearnConfig)
+    collect: CollectConfig = Field(default_factory=CollectConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    other: OtherConfig = Field(default_factory=OtherConfig)
+
+
+class RunConfig(_Strict):
+    max_env_step: PositiveInt = Field(100_000, description="Stop after this many env steps.")
+    max_train_iter: PositiveInt | None = Field(None, description="Stop after this many train iterations.")
+    save_freq: PositiveInt = Field(1000, description="Checkpoint every this many train iterations.")
+    log_freq: PositiveInt = Field(100, description="Write training metrics every this many train iterations.")
+    progress: bool = Field(True, description="Show a progress bar.")
+
+
+class Config(_Strict):
+    """The whole experiment."""
+
+    exp_name: str = Field("default", description="Name of the experiment (and default run directory).")
+    seed: int = Field(0, ge=0, description="Seed of envs, networks and sampling.")
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
