@@ -1,1 +1,1 @@
-"""TODO"""
+"""The ``rlpipe`` command line."""

@@ -11,9 +11,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from rlpipe.config.schema import Config
+from rlpipe.errors import RlpipeError
 
 
-class ConfigError(ValueError):
+class ConfigError(RlpipeError, ValueError):
     """A configuration problem, described in one line that names the key path."""
 
 

@@ -118,6 +118,7 @@ class RunConfig(_Strict):
     save_freq: PositiveInt = Field(1000, description="Checkpoint every this many train iterations.")
     log_freq: PositiveInt = Field(100, description="Write training metrics every this many train iterations.")
     progress: bool = Field(True, description="Show a progress bar.")
+    stop_on_solve: bool = Field(True, description="Stop once the mean evaluation return reaches env.stop_value.")
 
 
 class Config(_Strict):

@@ -158,11 +158,14 @@ class Task:
         return run_forward
 
     def run_iteration(self) -> None:
-        """One iteration: every middleware forward, then the backward parts, then renew."""
+        """One iteration: every middleware forward, then the backward parts, then renew.
+
+        Setting :attr:`finish` does not cut the iteration short: the middleware after the
+        one that set it still run (a checkpoint saver saves the final state, a logger writes
+        the last metrics), and then :meth:`run` stops.
+        """
         for fn in self._middleware:
             self.forward(fn)
-            if self._finish:
-                break
         self.backward()
         self.ctx.finish = self._finish
         if not self._finish:

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Shared utilities: batches, checkpoints, metrics, seeding."""

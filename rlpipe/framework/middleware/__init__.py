@@ -1,1 +1,8 @@
-"""TODO"""
+"""Middleware: collectors, learners, evaluator, checkpoints, logging (seed-compatible names)."""
+from rlpipe.framework.middleware.ckpt_handler import CkptSaver
+from rlpipe.framework.middleware.collector import EpisodeCollector, StepCollector
+from rlpipe.framework.middleware.functional import *  # noqa: F403 - re-export the functional middleware
+from rlpipe.framework.middleware.functional import __all__ as _functional_all
+from rlpipe.framework.middleware.learner import HERLearner, OffPolicyLearner
+
+__all__ = ["CkptSaver", "EpisodeCollector", "HERLearner", "OffPolicyLearner", "StepCollector", *_functional_all]

@@ -1,1 +1,31 @@
-"""TODO"""
+"""Function-style middleware (factories returning ``fn(ctx)``)."""
+from rlpipe.framework.middleware.functional.data_processor import (
+    data_pusher,
+    nstep_reward_enhancer,
+    offpolicy_data_fetcher,
+)
+from rlpipe.framework.middleware.functional.evaluator import evaluate_episodes, interaction_evaluator
+from rlpipe.framework.middleware.functional.explorer import eps_greedy_handler, epsilon_schedule
+from rlpipe.framework.middleware.functional.her import her_data_enhancer
+from rlpipe.framework.middleware.functional.logger import online_logger, progress_bar
+from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
+from rlpipe.framework.middleware.functional.termination_checker import termination_checker
+from rlpipe.framework.middleware.functional.trainer import TrainingDivergedError, multistep_trainer, trainer
+
+__all__ = [
+    "TrainingDivergedError",
+    "data_pusher",
+    "eps_greedy_handler",
+    "epsilon_schedule",
+    "evaluate_episodes",
+    "her_data_enhancer",
+    "interaction_evaluator",
+    "multistep_trainer",
+    "nstep_reward_enhancer",
+    "offpolicy_data_fetcher",
+    "online_logger",
+    "progress_bar",
+    "reward_estimator",
+    "termination_checker",
+    "trainer",
+]

@@ -1,0 +1,93 @@
+"""``rlpipe`` command line: train, eval, presets, plot.
+
+Errors a user can fix (a config key, a preset name, a file) are printed as one line and
+exit with status 2; anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rlpipe.config import load_config, preset_names
+from rlpipe.errors import RlpipeError
+
+USER_ERRORS: tuple[type[Exception], ...] = (RlpipeError, FileNotFoundError)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlpipe", description="Off-policy RL as a pipeline of middleware.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train an agent from a preset or a YAML config")
+    train.add_argument("config", help="preset name (see `rlpipe presets`) or path to a YAML config")
+    train.add_argument("overrides", nargs="*", help="dotted overrides, e.g. seed=1 policy.learn.batch_size=128")
+    train.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<exp_name>-seed<seed>)")
+    train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    evaluate = sub.add_parser("eval", help="evaluate a trained run's best (or final) checkpoint")
+    evaluate.add_argument("run_dir", type=Path)
+    evaluate.add_argument("--episodes", type=int, default=None, help="episodes (default env.n_evaluator_episode)")
+    evaluate.add_argument("--checkpoint", type=Path, default=None, help="checkpoint file (default: best)")
+
+    sub.add_parser("presets", help="list the built-in presets")
+
+    plot = sub.add_parser("plot", help="plot evaluation return against env steps for one or more runs")
+    plot.add_argument("run_dirs", type=Path, nargs="+")
+    plot.add_argument("--out", type=Path, default=Path("learning_curve.png"))
+    plot.add_argument("--title", default=None)
+    return parser
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from rlpipe.entry.train import default_run_dir, train
+
+    overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
+    cfg = load_config(args.config, overrides)
+    run_dir = args.run_dir or default_run_dir(cfg)
+    summary = train(cfg, run_dir)
+    print(json.dumps({"run_dir": str(run_dir), **summary.__dict__}))
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from rlpipe.entry.evaluate import evaluate_run
+
+    result = evaluate_run(args.run_dir, args.episodes, args.checkpoint)
+    print(json.dumps(result))
+    return 0
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    for name in preset_names():
+        print(name)
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from rlpipe.utils.plot import plot_runs
+
+    out = plot_runs(args.run_dirs, args.out, title=args.title)
+    print(out)
+    return 0
+
+
+COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "presets": _cmd_presets, "plot": _cmd_plot}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except USER_ERRORS as err:
+        print(f"rlpipe {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

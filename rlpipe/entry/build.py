@@ -1,0 +1,70 @@
+"""Build the pieces of a pipeline from a :class:`Config`: environments, policy, buffer."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlpipe.config import Config, ConfigError
+from rlpipe.data import DequeBuffer, PriorityExperienceReplay
+from rlpipe.envs import VectorEnvManager, env_factory
+from rlpipe.policy import DQNPolicy
+
+EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch and numpy's global generators (environments are seeded at reset)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+
+def make_envs(cfg: Config) -> tuple[VectorEnvManager, VectorEnvManager]:
+    """The collector's and the evaluator's vector environments."""
+    factory = env_factory(cfg.env.env_id, cfg.env.env_kwargs, cfg.env.max_episode_steps)
+    collector = VectorEnvManager(factory, cfg.env.collector_env_num, seed=cfg.seed)
+    evaluator = VectorEnvManager(factory, cfg.env.evaluator_env_num, seed=cfg.seed + EVAL_SEED_OFFSET)
+    return collector, evaluator
+
+
+def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
+    """Take the model's input and output sizes from the environment, checking any set in the config."""
+    obs_space, action_space = env.observation_space, env.action_space
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ConfigError(f"env '{cfg.env.env_id}' has {action_space}; policy.type 'dqn' needs a discrete action space")
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise ConfigError(f"env '{cfg.env.env_id}' has observations {obs_space}; the MLP model needs a flat Box")
+    sizes = {"obs_shape": int(obs_space.shape[0]), "action_shape": int(action_space.n)}
+    model = cfg.policy.model
+    for key, size in sizes.items():
+        given = getattr(model, key)
+        if given is not None and given != size:
+            raise ConfigError(
+                f"config key 'policy.model.{key}' is {given} but env '{cfg.env.env_id}' needs {size}"
+            )
+    filled = cfg.model_copy(deep=True)
+    filled.policy.model.obs_shape = sizes["obs_shape"]
+    filled.policy.model.action_shape = sizes["action_shape"]
+    return filled
+
+
+def make_policy(cfg: Config) -> DQNPolicy:
+    """The policy named by ``cfg.policy.type`` (model shapes must be filled in)."""
+    policy = DQNPolicy(cfg.policy)
+    policy.seed(cfg.seed)
+    return policy
+
+
+def make_buffer(cfg: Config) -> DequeBuffer:
+    """The replay buffer, with priority replay when ``cfg.policy.priority``."""
+    replay = cfg.policy.other.replay_buffer
+    buffer = DequeBuffer(size=replay.replay_buffer_size)
+    if cfg.policy.priority:
+        buffer.use(PriorityExperienceReplay(
+            buffer,
+            IS_weight=cfg.policy.priority_IS_weight,
+            priority_power_factor=replay.priority_power_factor,
+            IS_weight_power_factor=replay.IS_weight_power_factor,
+            IS_weight_anneal_train_iter=replay.IS_weight_anneal_train_iter,
+        ))
+    return buffer

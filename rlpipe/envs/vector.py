@@ -1,0 +1,98 @@
+"""Vector environments for collection and evaluation, on gymnasium's vector API.
+
+:class:`VectorEnvManager` steps ``num_envs`` environments together with same-step
+auto-reset: when an episode ends, the returned transition carries the episode's real last
+observation as ``next_obs`` while :attr:`VectorEnvManager.obs` already holds the new
+episode's first observation. ``terminated`` and ``truncated`` stay separate columns.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+from rlpipe.config.loader import ConfigError
+from rlpipe.envs.registration import register_envs
+
+EnvFactory = Callable[[], gym.Env]
+
+
+def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None
+                ) -> EnvFactory:
+    """A picklable-enough factory for ``gym.make(env_id, ...)``; fails at once on an unknown id."""
+    register_envs()
+    if env_id not in gym.registry:
+        import difflib
+
+        hint = difflib.get_close_matches(env_id, list(gym.registry), n=1)
+        did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise ConfigError(f"config key 'env.env_id': unknown gymnasium environment '{env_id}'{did_you_mean}")
+    kwargs = dict(env_kwargs or {})
+    if max_episode_steps is not None:
+        kwargs["max_episode_steps"] = max_episode_steps
+
+    def make() -> gym.Env:
+        return gym.make(env_id, **kwargs)
+
+    return make
+
+
+class VectorEnvManager:
+    """``num_envs`` copies of one environment, stepped together, with same-step auto-reset."""
+
+    def __init__(self, factory: EnvFactory, num_envs: int, seed: int = 0, asynchronous: bool = False) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        vector_cls = AsyncVectorEnv if asynchronous else SyncVectorEnv
+        self._env = vector_cls([factory] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+        self.num_envs = num_envs
+        self.observation_space: gym.Space = self._env.single_observation_space
+        self.action_space: gym.Space = self._env.single_action_space
+        self.action_space.seed(seed)
+        self._seed = seed
+        self.obs: np.ndarray = np.empty(0)
+        self.env_id = np.arange(num_envs, dtype=np.int64)
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start fresh episodes in every environment (seeded ``seed, seed+1, ...``)."""
+        first = self._seed if seed is None else seed
+        self.obs, _ = self._env.reset(seed=[first + i for i in range(self.num_envs)])
+        return self.obs
+
+    def random_actions(self) -> np.ndarray:
+        """One uniformly random action per environment."""
+        return np.stack([self.action_space.sample() for _ in range(self.num_envs)])
+
+    def step(self, action: np.ndarray) -> dict[str, np.ndarray]:
+        """Step every environment once; return the transitions as a columnar batch."""
+        next_obs, reward, terminated, truncated, info = self._env.step(action)
+        done = terminated | truncated
+        final_next_obs = next_obs
+        if done.any():
+            final_next_obs = next_obs.copy()
+            rows = np.flatnonzero(done)
+            final_next_obs[rows] = np.stack(info["final_obs"][rows])
+        batch = {
+            "obs": self.obs,
+            "action": np.asarray(action),
+            "reward": reward.astype(np.float32, copy=False),
+            "next_obs": final_next_obs,
+            "terminated": terminated,
+            "truncated": truncated,
+            "env_id": self.env_id,
+        }
+        self.obs = next_obs
+        return batch
+
+    def close(self) -> None:
+        self._env.close()
+
+    def __enter__(self) -> VectorEnvManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

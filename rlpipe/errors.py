@@ -1,0 +1,12 @@
+"""The base of every error a user can fix (a config key, a file, a diverged run).
+
+The command line prints these as one line; any other exception is a bug and keeps its traceback.
+"""
+
+
+class RlpipeError(Exception):
+    """An error caused by the user's input or run, with a one-line message naming what is wrong."""
+
+
+class MissingDependencyError(RlpipeError, ImportError):
+    """An optional dependency needed for this feature is not installed."""

@@ -1,0 +1,94 @@
+"""Collectors: step the vector environment with the collect policy and hand over the data.
+
+Both read ``ctx.collect_kwargs`` (e.g. ``eps``) and increment ``ctx.env_step`` and
+``ctx.env_episode``. Transitions stay columnar from the environment to the buffer.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from rlpipe.envs.vector import VectorEnvManager
+from rlpipe.framework.context import OnlineRLContext
+from rlpipe.framework.task import Role, role_gated
+from rlpipe.utils.batch import Batch, concat_batches
+
+
+def _act(policy: Any, env: VectorEnvManager, ctx: OnlineRLContext, random_collect_size: int) -> np.ndarray:
+    if ctx.env_step < random_collect_size:
+        return env.random_actions()
+    return policy.forward(env.obs, **ctx.collect_kwargs)
+
+
+def _count(ctx: OnlineRLContext, step: Batch) -> None:
+    ctx.env_step += len(step["reward"])
+    ctx.env_episode += int(np.count_nonzero(step["terminated"] | step["truncated"]))
+
+
+@role_gated(Role.COLLECTOR)
+class StepCollector:
+    """Collect ``cfg.policy.collect.n_sample`` env steps (rounded up to whole vector steps).
+
+    Writes ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
+    in time order, with ``env_id``. The first ``random_collect_size`` env steps use
+    uniformly random actions.
+    """
+
+    def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:
+        self._policy = policy
+        self._env = env
+        self._vector_steps = math.ceil(cfg.policy.collect.n_sample / env.num_envs)
+        self._random_collect_size = random_collect_size
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        vector_steps = self._vector_steps
+        if ctx.env_step < self._random_collect_size:
+            vector_steps = max(vector_steps, math.ceil((self._random_collect_size - ctx.env_step) / self._env.num_envs))
+        steps = []
+        for _ in range(vector_steps):
+            step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
+            _count(ctx, step)
+            steps.append(step)
+        ctx.trajectories = concat_batches(steps)
+
+
+@role_gated(Role.COLLECTOR)
+class EpisodeCollector:
+    """Collect ``cfg.policy.collect.n_episode`` whole episodes into ``ctx.episodes``.
+
+    Each episode is a columnar dict (leading dim = episode length) ending in a terminated or
+    truncated step. Episodes still running when enough have finished continue in the next
+    call, so no steps are thrown away.
+    """
+
+    def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:
+        self._policy = policy
+        self._env = env
+        self._n_episode = cfg.policy.collect.n_episode
+        if self._n_episode is None:
+            raise ValueError("config key 'policy.collect.n_episode' must be set for an episode collector")
+        self._random_collect_size = random_collect_size
+        self._history: list[Batch] = []  # vector steps since the oldest running episode began
+        self._start = np.zeros(env.num_envs, dtype=np.int64)  # history index where each episode began
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        episodes: list[Batch] = []
+        while len(episodes) < self._n_episode or ctx.env_step < self._random_collect_size:
+            step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
+            _count(ctx, step)
+            self._history.append(step)
+            now = len(self._history) - 1
+            for e in np.flatnonzero(step["terminated"] | step["truncated"]):
+                rows = self._history[self._start[e] : now + 1]
+                episodes.append({key: np.stack([row[key][e] for row in rows]) for key in step})
+                self._start[e] = now + 1
+            self._forget_finished_steps()
+        ctx.episodes = episodes
+
+    def _forget_finished_steps(self) -> None:
+        oldest = int(self._start.min())
+        if oldest > 0:
+            del self._history[:oldest]
+            self._start -= oldest

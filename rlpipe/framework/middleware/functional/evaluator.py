@@ -1,0 +1,75 @@
+"""Evaluation: run the greedy policy for whole episodes and report the mean return."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rlpipe.envs.vector import VectorEnvManager
+from rlpipe.framework.context import OnlineRLContext
+from rlpipe.framework.task import Role, role_gated, task
+
+logger = logging.getLogger(__name__)
+
+
+def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dict[str, np.ndarray]:
+    """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset.
+
+    Episodes are split evenly over the environments and the first ones to finish in each
+    environment are counted, so that short episodes are not over-represented.
+    Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``.
+    """
+    quota = np.full(env.num_envs, n_episode // env.num_envs)
+    quota[: n_episode % env.num_envs] += 1
+    returns: list[float] = []
+    lengths: list[int] = []
+    running_return = np.zeros(env.num_envs)
+    running_length = np.zeros(env.num_envs, dtype=np.int64)
+    env.reset()
+    while quota.any():
+        step = env.step(policy.forward(env.obs))
+        running_return += step["reward"]
+        running_length += 1
+        for e in np.flatnonzero(step["terminated"] | step["truncated"]):
+            if quota[e] > 0:
+                quota[e] -= 1
+                returns.append(float(running_return[e]))
+                lengths.append(int(running_length[e]))
+            running_return[e] = 0.0
+            running_length[e] = 0
+    return {"episode_return": np.asarray(returns), "episode_length": np.asarray(lengths)}
+
+
+@role_gated(Role.EVALUATOR)
+class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middleware functions
+    """Every ``eval_freq`` train iterations, evaluate and finish the task once ``stop_value`` is reached.
+
+    Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (mean return),
+    ``ctx.eval_output`` (per-episode returns and lengths), ``ctx.last_eval_iter``,
+    ``ctx.last_eval_value``. Evaluates at the first call too. With ``stop_on_solve=False``
+    training goes on after ``stop_value`` is reached (to see whether the policy stays good).
+    """
+
+    def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, render: bool = False,
+                 stop_on_solve: bool = True) -> None:
+        self._policy = policy
+        self._env = env
+        self._eval_freq = cfg.policy.eval.evaluator.eval_freq
+        self._n_episode = cfg.env.n_evaluator_episode
+        self._stop_value = cfg.env.stop_value
+        self._stop_on_solve = stop_on_solve
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        if ctx.last_eval_iter >= 0 and ctx.train_iter - ctx.last_eval_iter < self._eval_freq:
+            return
+        output = evaluate_episodes(self._policy, self._env, self._n_episode)
+        value = float(output["episode_return"].mean())
+        ctx.eval_value = value
+        ctx.eval_output = output
+        ctx.last_eval_iter = ctx.train_iter
+        ctx.last_eval_value = value
+        logger.info("eval at train_iter %d, env_step %d: mean return %.3f", ctx.train_iter, ctx.env_step, value)
+        if self._stop_on_solve and value >= self._stop_value:
+            task.finish = True

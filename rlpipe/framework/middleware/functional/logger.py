@@ -1,0 +1,69 @@
+"""Logging middleware: metrics to a :class:`MetricsWriter` and a progress bar.
+
+Neither consumes nor reorders ``ctx.train_output``: other middleware read it too.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rlpipe.framework.context import OnlineRLContext
+from rlpipe.utils.metrics import MetricsWriter
+
+
+def _scalar_means(outputs: list[dict[str, Any]]) -> dict[str, float]:
+    keys = [k for k, v in outputs[0].items() if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool)]
+    return {k: float(np.mean([out[k] for out in outputs])) for k in keys}
+
+
+def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable[[OnlineRLContext], None]:
+    """Write the mean of the scalar learn outputs every ``train_show_freq`` train iterations,
+    and every evaluation, to ``writer``.
+
+    Reads ``ctx.train_output`` (a list of learn-output dicts), ``ctx.eval_value``,
+    ``ctx.eval_output``, ``ctx.train_iter``, ``ctx.env_step``.
+    """
+    pending: list[dict[str, Any]] = []
+    last_written = 0
+
+    def _log(ctx: OnlineRLContext) -> None:
+        nonlocal last_written
+        if isinstance(ctx.train_output, list):
+            pending.extend(ctx.train_output)
+        if pending and ctx.train_iter - last_written >= train_show_freq:
+            writer.write("train", ctx.env_step, {"train_iter": ctx.train_iter, **_scalar_means(pending)})
+            pending.clear()
+            last_written = ctx.train_iter
+        if ctx.eval_value is not None:
+            returns = ctx.eval_output["episode_return"]
+            writer.write("eval", ctx.env_step, {
+                "train_iter": ctx.train_iter,
+                "episodes": int(len(returns)),
+                "return_mean": float(ctx.eval_value),
+                "return_std": float(np.std(returns)),
+                "episode_length_mean": float(np.mean(ctx.eval_output["episode_length"])),
+            })
+
+    return _log
+
+
+@contextmanager
+def progress_bar(max_env_step: int, enabled: bool = True) -> Iterator[Callable[[OnlineRLContext], None]]:
+    """A middleware showing env steps against ``max_env_step``, the last eval return and the loss."""
+    progress = Progress(
+        TextColumn("[bold]env steps"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"), disable=not enabled, transient=False,
+    )
+    bar = progress.add_task("train", total=max_env_step, status="")
+
+    def _show(ctx: OnlineRLContext) -> None:
+        loss = ctx.train_output[-1]["total_loss"] if ctx.train_output else float("nan")
+        status = f"eval {ctx.last_eval_value:.3g} | loss {loss:.4g} | iter {ctx.train_iter}"
+        progress.update(bar, completed=min(ctx.env_step, max_env_step), status=status)
+
+    with progress:
+        yield _show

@@ -1,0 +1,88 @@
+"""Learner middleware: fetch, (estimate rewards,) train — ``update_per_collect`` times.
+
+Same signatures and context contract as the seed's ``OffPolicyLearner`` and ``HERLearner``.
+Two deliberate differences from the seed's implementation:
+
+* a reward model may return a new batch instead of rewriting it in place; the learner
+  trains on whichever it gets (see :func:`reward_estimator`);
+* each fetched batch's backward part (priority update) runs right after that batch is
+  trained, so priorities land on exactly the items of that batch, however many batches
+  one iteration trains and whoever else reads ``ctx.train_output``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rlpipe.framework.context import OnlineRLContext
+from rlpipe.framework.middleware.functional.data_processor import offpolicy_data_fetcher
+from rlpipe.framework.middleware.functional.her import her_data_enhancer
+from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
+from rlpipe.framework.middleware.functional.trainer import trainer
+from rlpipe.framework.task import Role, role_gated, task
+
+
+def _learn_rounds(
+    ctx: OnlineRLContext,
+    rounds: int,
+    fetch: Callable[[OnlineRLContext], Callable[[], None]],
+    train: Callable[[OnlineRLContext], Any],
+    estimate: Callable[[OnlineRLContext], Any] | None = None,
+) -> None:
+    """Run up to ``rounds`` fetch -> estimate -> train rounds; ``ctx.train_output`` becomes their list."""
+    outputs = []
+    for _ in range(rounds):
+        finish_fetch = fetch(ctx)
+        if ctx.train_data is None:
+            finish_fetch()
+            break
+        if estimate is not None:
+            estimate(ctx)
+        train(ctx)
+        finish_fetch()
+        outputs.append(ctx.train_output)
+    ctx.train_output = outputs
+
+
+@role_gated(Role.LEARNER)
+class OffPolicyLearner:
+    """Off-policy learner: ``update_per_collect`` rounds of fetch, optional reward estimate, train.
+
+    ``buffer_`` is one buffer, a list of ``(buffer, ratio)`` or a dict of buffers. Reads
+    ``ctx.train_iter``; writes ``ctx.train_data``, ``ctx.train_iter`` and ``ctx.train_output``
+    (the list of this iteration's learn outputs; stops early when a fetch yields no data).
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        policy: Any,
+        buffer_: Any,
+        reward_model: Any | None = None,
+        log_freq: int = 100,
+    ) -> None:
+        self.cfg = cfg
+        self._update_per_collect = cfg.policy.learn.update_per_collect
+        self._fetcher = task.wrap(offpolicy_data_fetcher(cfg, buffer_))
+        self._trainer = task.wrap(trainer(cfg, policy, log_freq=log_freq))
+        self._reward_estimator = task.wrap(reward_estimator(cfg, reward_model)) if reward_model is not None else None
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer, self._reward_estimator)
+
+
+@role_gated(Role.LEARNER)
+class HERLearner:
+    """Learner with hindsight experience replay: episodes are fetched and relabelled, then trained.
+
+    Same context contract as :class:`OffPolicyLearner`.
+    """
+
+    def __init__(self, cfg: Any, policy: Any, buffer_: Any, her_reward_model: Any) -> None:
+        self.cfg = cfg
+        self._update_per_collect = cfg.policy.learn.update_per_collect
+        self._fetcher = task.wrap(her_data_enhancer(cfg, buffer_, her_reward_model))
+        self._trainer = task.wrap(trainer(cfg, policy))
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer)

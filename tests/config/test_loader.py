@@ -1,0 +1,83 @@
+"""Config loading from presets, files and dicts; one-line errors naming the key."""
+from __future__ import annotations
+
+
+import pytest
+
+from rlpipe.config import Config, ConfigError, dump_config, load_config, parse_override, preset_names
+
+
+def test_every_preset_loads():
+    names = preset_names()
+    assert "cartpole-dqn" in names
+    for name in names:
+        assert isinstance(load_config(name), Config)
+
+
+def test_overrides_are_parsed_as_yaml_values():
+    cfg = load_config("cartpole-dqn", ["seed=3", "policy.learn.learning_rate=1e-4",
+                                       "policy.model.encoder_hidden_size_list=[32, 16]", "run.progress=false"])
+    assert cfg.seed == 3
+    assert cfg.policy.learn.learning_rate == pytest.approx(1e-4)
+    assert cfg.policy.model.encoder_hidden_size_list == [32, 16]
+    assert cfg.run.progress is False
+
+
+def test_dict_and_yaml_round_trip(tmp_path):
+    cfg = load_config({"seed": 5, "policy": {"learn": {"batch_size": 32}}})
+    path = tmp_path / "c.yaml"
+    dump_config(cfg, path)
+    assert load_config(path) == cfg
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["policy.learn.batchsize=3"], "unknown config key 'policy.learn.batchsize' (did you mean 'policy.learn.batch_size'?)"),
+        (["policy.learn.batch_size=0"], "config key 'policy.learn.batch_size': Input should be greater than 0"),
+        (["policy.learn.learning_rate=fast"], "config key 'policy.learn.learning_rate'"),
+        (["polcy.nstep=3"], "unknown config key 'polcy' (did you mean 'policy'?)"),
+        (["seed"], "override 'seed' is not of the form key.path=value"),
+    ],
+)
+def test_bad_values_fail_with_one_line_naming_the_key(overrides, message):
+    with pytest.raises(ConfigError) as info:
+        load_config("cartpole-dqn", overrides)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_preset_suggests_closest():
+    with pytest.raises(ConfigError, match="unknown preset 'cartpol-dqn' \\(did you mean 'cartpole-dqn'\\?\\)"):
+        load_config("cartpol-dqn")
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy: [1, 2")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    listy = tmp_path / "list.yaml"
+    listy.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(listy)
+
+
+def test_hard_and_soft_target_update_are_exclusive():
+    assert load_config({"policy": {"learn": {"target_theta": 0.01}}}).policy.learn.target_theta == 0.01
+    with pytest.raises(ConfigError, match="either target_update_freq"):
+        load_config({"policy": {"learn": {"target_theta": 0.01, "target_update_freq": 5}}})
+
+
+def test_parse_override_keeps_strings():
+    assert parse_override("env.env_id=CartPole-v1") == ("env.env_id", "CartPole-v1")
+
+
+def test_easydict_like_source_is_accepted():
+    class AttrDict(dict):
+        __getattr__ = dict.__getitem__
+
+    cfg = load_config(AttrDict(seed=2, env=AttrDict(env_id="CartPole-v1")))
+    assert cfg.seed == 2

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from rlpipe.framework import OnlineRLContext
+from rlpipe.framework.middleware import EpisodeCollector, StepCollector
+
+from .conftest import ConstantActor
+
+
+def cfg(n_sample=None, n_episode=None):
+    return SimpleNamespace(policy=SimpleNamespace(collect=SimpleNamespace(n_sample=n_sample, n_episode=n_episode)))
+
+
+def test_step_collector_collects_whole_vector_steps_in_time_order(cartpole_env):
+    actor = ConstantActor()
+    collector = StepCollector(cfg(n_sample=7), actor, cartpole_env)
+    ctx = OnlineRLContext()
+    ctx.collect_kwargs["eps"] = 0.3
+    collector(ctx)
+    traj = ctx.trajectories
+    assert len(traj["reward"]) == 9  # ceil(7 / 3) vector steps of 3 envs
+    assert ctx.env_step == 9
+    assert traj["env_id"].tolist() == [0, 1, 2] * 3
+    # each env's obs continues from its previous next_obs (no episode can end within 3 steps)
+    np.testing.assert_array_equal(traj["obs"][3:], traj["next_obs"][:-3])
+    assert actor.kwargs == [{"eps": 0.3}] * 3
+    assert traj["terminated"].dtype == bool and traj["truncated"].dtype == bool
+
+
+def test_step_collector_random_phase_reaches_random_collect_size(cartpole_env):
+    actor = ConstantActor()
+    collector = StepCollector(cfg(n_sample=3), actor, cartpole_env, random_collect_size=20)
+    ctx = OnlineRLContext()
+    collector(ctx)
+    assert ctx.env_step == 21 and actor.kwargs == []
+    collector(ctx)
+    assert ctx.env_step == 24 and len(actor.kwargs) == 1
+
+
+def test_step_collector_marks_episode_ends_and_keeps_final_obs(cartpole_env):
+    collector = StepCollector(cfg(n_sample=300), ConstantActor(), cartpole_env)
+    ctx = OnlineRLContext()
+    collector(ctx)
+    traj = ctx.trajectories
+    ends = np.flatnonzero(traj["terminated"])
+    assert len(ends) > 0 and ctx.env_episode == len(ends)
+    # always pushing left, the pole falls: the final next_obs is out of bounds, not a reset state
+    assert np.all(np.abs(traj["next_obs"][ends, 2]) > 0.2)
+    after = ends + 3
+    after = after[after < len(traj["reward"])]
+    assert np.all(np.abs(traj["obs"][after, 2]) < 0.06)  # the next obs of that env is a fresh reset
+
+
+def test_episode_collector_returns_whole_episodes_and_carries_over(cartpole_env):
+    collector = EpisodeCollector(cfg(n_episode=4), ConstantActor(), cartpole_env)
+    ctx = OnlineRLContext()
+    collector(ctx)
+    first = ctx.episodes
+    assert len(first) >= 4 and ctx.env_episode == len(first)
+    for ep in ctx.episodes:
+        assert ep["terminated"][-1] and not ep["terminated"][:-1].any()
+        np.testing.assert_array_equal(ep["obs"][1:], ep["next_obs"][:-1])
+        assert len(np.unique(ep["env_id"])) == 1
+    collector(ctx)
+    both = first + ctx.episodes
+    assert ctx.env_episode == len(both)
+    # every finished step is in exactly one episode; the rest belong to running episodes
+    finished_steps = sum(len(ep["reward"]) for ep in both)
+    assert ctx.env_step - 3 * 200 < finished_steps <= ctx.env_step

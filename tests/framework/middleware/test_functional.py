@@ -1,0 +1,146 @@
+"""Small function middleware: explorer, termination, trainer, reward estimator, evaluator, logger."""
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rlpipe.framework import OnlineRLContext, task
+from rlpipe.framework.middleware import (
+    TrainingDivergedError,
+    eps_greedy_handler,
+    epsilon_schedule,
+    evaluate_episodes,
+    interaction_evaluator,
+    multistep_trainer,
+    online_logger,
+    reward_estimator,
+    termination_checker,
+    trainer,
+)
+from rlpipe.utils.metrics import MetricsWriter, read_metrics
+
+from .conftest import ConstantActor, RecordingLearner
+
+
+def test_epsilon_schedules():
+    exp = epsilon_schedule("exp", 1.0, 0.1, 100)
+    assert exp(0) == pytest.approx(1.0)
+    assert exp(100) == pytest.approx(0.1 + 0.9 * math.exp(-1))
+    lin = epsilon_schedule("linear", 1.0, 0.1, 100)
+    assert lin(50) == pytest.approx(0.55) and lin(1000) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="policy.other.eps.type"):
+        epsilon_schedule("cosine", 1, 0, 1)
+
+
+def test_eps_greedy_handler_sets_collect_kwargs():
+    cfg = SimpleNamespace(policy=SimpleNamespace(other=SimpleNamespace(
+        eps=SimpleNamespace(type="linear", start=1.0, end=0.0, decay=10))))
+    ctx = OnlineRLContext()
+    ctx.env_step = 5
+    eps_greedy_handler(cfg)(ctx)
+    assert ctx.collect_kwargs["eps"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("env_step", "train_iter", "finish"), [(9, 4, False), (10, 0, True), (0, 5, True)])
+def test_termination_checker(env_step, train_iter, finish):
+    ctx = OnlineRLContext()
+    ctx.env_step, ctx.train_iter = env_step, train_iter
+    termination_checker(max_env_step=10, max_train_iter=5)(ctx)
+    assert task.finish is finish
+
+
+def test_trainer_counts_iterations_and_skips_missing_data():
+    learner = RecordingLearner()
+    train = trainer(None, learner)
+    ctx = OnlineRLContext()
+    train(ctx)
+    assert ctx.train_iter == 0 and learner.batches == []
+    ctx.train_data = {"reward": np.zeros(4)}
+    train(ctx)
+    assert ctx.train_iter == 1 and ctx.train_output["total_loss"] == 0.5
+
+
+def test_trainer_stops_on_nan_loss_with_clear_message():
+    ctx = OnlineRLContext()
+    ctx.train_data = {"reward": np.zeros(2)}
+    with pytest.raises(TrainingDivergedError, match="total_loss is nan at train_iter 0"):
+        trainer(None, RecordingLearner(losses=[float("nan")]))(ctx)
+
+
+def test_multistep_trainer_adds_all_steps():
+    class TwoSteps:
+        def forward(self, batch):
+            return [{"total_loss": 1.0}, {"total_loss": 2.0}]
+
+    ctx = OnlineRLContext()
+    ctx.train_data = {}
+    multistep_trainer(TwoSteps())(ctx)
+    assert ctx.train_iter == 2 and [o["total_loss"] for o in ctx.train_output] == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_reward_estimator_uses_in_place_or_returned_batch(in_place):
+    class DoubleReward:
+        def estimate(self, batch):
+            if in_place:
+                batch["reward"] *= 2
+                return None
+            return {**batch, "reward": batch["reward"] * 2}
+
+    ctx = OnlineRLContext()
+    ctx.train_data = {"reward": np.ones(3)}
+    reward_estimator(None, DoubleReward())(ctx)
+    np.testing.assert_array_equal(ctx.train_data["reward"], [2, 2, 2])
+
+
+def eval_cfg(stop_value=1000.0):
+    return SimpleNamespace(
+        policy=SimpleNamespace(eval=SimpleNamespace(evaluator=SimpleNamespace(eval_freq=10))),
+        env=SimpleNamespace(n_evaluator_episode=5, stop_value=stop_value),
+    )
+
+
+def test_evaluate_episodes_counts_exactly_n(cartpole_env):
+    out = evaluate_episodes(ConstantActor(), cartpole_env, 5)
+    assert len(out["episode_return"]) == 5
+    # reward is 1 per step in CartPole: return equals length
+    np.testing.assert_array_equal(out["episode_return"], out["episode_length"])
+    assert np.all(out["episode_length"] < 20)
+
+
+def test_interaction_evaluator_respects_eval_freq_and_stop_value(cartpole_env):
+    evaluator = interaction_evaluator(eval_cfg(), ConstantActor(), cartpole_env)
+    ctx = OnlineRLContext()
+    evaluator(ctx)
+    assert ctx.eval_value is not None and ctx.last_eval_iter == 0 and not task.finish
+    ctx.eval_value = None
+    ctx.train_iter = 9
+    evaluator(ctx)
+    assert ctx.eval_value is None
+    ctx.train_iter = 10
+    evaluator(ctx)
+    assert ctx.last_eval_iter == 10
+    interaction_evaluator(eval_cfg(stop_value=1.0), ConstantActor(), cartpole_env)(OnlineRLContext())
+    assert task.finish
+
+
+def test_online_logger_writes_means_and_leaves_train_output_alone(tmp_path):
+    writer = MetricsWriter(tmp_path, tensorboard=False)
+    log = online_logger(writer, train_show_freq=2)
+    ctx = OnlineRLContext()
+    outputs = [{"total_loss": 1.0, "priority": np.ones(2)}, {"total_loss": 3.0, "priority": np.ones(2)}]
+    ctx.train_output = list(outputs)
+    ctx.train_iter, ctx.env_step = 2, 50
+    ctx.eval_value = 7.0
+    ctx.eval_output = {"episode_return": np.array([6.0, 8.0]), "episode_length": np.array([6, 8])}
+    log(ctx)
+    writer.close()
+    assert ctx.train_output == outputs
+    records = read_metrics(tmp_path)
+    assert records[0] == {"kind": "train", "env_step": 50, "train_iter": 2, "total_loss": 2.0}
+    assert records[1]["kind"] == "eval" and records[1]["return_mean"] == 7.0 and records[1]["return_std"] == 1.0
+    assert all(json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines())
