@@ -89,6 +89,9 @@ class HerConfig(_Strict):
     her_replay_k: PositiveInt = Field(1, description="Relabelled copies per sampled transition.")
     episode_size: PositiveInt | None = Field(None, description="Episodes sampled per batch; None: batch_size.")
     sample_per_episode: PositiveInt | None = Field(None, description="Transitions per episode; None: all.")
+    relabel_prob: float = Field(
+        1.0, ge=0, le=1, description="Share of sampled transitions given a hindsight goal; the rest keep theirs."
+    )
 
 
 class OtherConfig(_Strict):
@@ -118,6 +121,9 @@ class RunConfig(_Strict):
     save_freq: PositiveInt = Field(1000, description="Checkpoint every this many train iterations.")
     log_freq: PositiveInt = Field(100, description="Write training metrics every this many train iterations.")
     progress: bool = Field(True, description="Show a progress bar.")
+    torch_threads: PositiveInt = Field(
+        1, description="Threads torch may use; small networks run fastest on one (no thread contention)."
+    )
     stop_on_solve: bool = Field(True, description="Stop once the mean evaluation return reaches env.stop_value.")
 
 

@@ -7,21 +7,29 @@ import torch
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
-from rlpipe.envs import VectorEnvManager, env_factory
+from rlpipe.envs import FlattenGoalObservation, VectorEnvManager, env_factory
+from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DQNPolicy
+from rlpipe.reward_model import HerRewardModel
 
 EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
 
 
-def seed_everything(seed: int) -> None:
-    """Seed torch and numpy's global generators (environments are seeded at reset)."""
+def seed_everything(seed: int, torch_threads: int) -> None:
+    """Seed torch and numpy's global generators (environments are seeded at reset) and set torch's threads."""
+    torch.set_num_threads(torch_threads)
     torch.manual_seed(seed)
     np.random.seed(seed)
 
 
+def make_env_factory(cfg: Config) -> EnvFactory:
+    """A factory of single environments as ``cfg.env`` describes them."""
+    return env_factory(cfg.env.env_id, cfg.env.env_kwargs, cfg.env.max_episode_steps)
+
+
 def make_envs(cfg: Config) -> tuple[VectorEnvManager, VectorEnvManager]:
     """The collector's and the evaluator's vector environments."""
-    factory = env_factory(cfg.env.env_id, cfg.env.env_kwargs, cfg.env.max_episode_steps)
+    factory = make_env_factory(cfg)
     collector = VectorEnvManager(factory, cfg.env.collector_env_num, seed=cfg.seed)
     evaluator = VectorEnvManager(factory, cfg.env.evaluator_env_num, seed=cfg.seed + EVAL_SEED_OFFSET)
     return collector, evaluator
@@ -50,9 +58,7 @@ def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
 
 def make_policy(cfg: Config) -> DQNPolicy:
     """The policy named by ``cfg.policy.type`` (model shapes must be filled in)."""
-    policy = DQNPolicy(cfg.policy)
-    policy.seed(cfg.seed)
-    return policy
+    return DQNPolicy(cfg.policy, seed=cfg.seed)
 
 
 def make_buffer(cfg: Config) -> DequeBuffer:
@@ -68,3 +74,20 @@ def make_buffer(cfg: Config) -> DequeBuffer:
             IS_weight_anneal_train_iter=replay.IS_weight_anneal_train_iter,
         ))
     return buffer
+
+
+def make_her_reward_model(cfg: Config) -> HerRewardModel:
+    """HER relabelling for ``cfg.policy.other.her``: bit-flip style observations by default, or
+    through a goal environment's own ``compute_reward`` when the env observes a goal dict."""
+    her = cfg.policy.other.her
+    if her is None:
+        raise ConfigError("config key 'policy.other.her' must be set to use hindsight experience replay")
+    probe = make_env_factory(cfg)()
+    try:
+        if isinstance(probe, FlattenGoalObservation):
+            layout = probe.layout
+            return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
+                                  goal_reward_func=layout.reward, terminal_on_success=False)
+        return HerRewardModel(her)
+    finally:
+        probe.close()

@@ -4,7 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlpipe.config import Config, dump_config
-from rlpipe.entry.build import fill_model_shapes, make_buffer, make_envs, make_policy, seed_everything
+from rlpipe.entry.build import (
+    fill_model_shapes,
+    make_buffer,
+    make_envs,
+    make_her_reward_model,
+    make_policy,
+    seed_everything,
+)
 from rlpipe.entry.summary import RunSummary, summary_tracker
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, task
@@ -22,7 +29,6 @@ from rlpipe.framework.middleware import (
     progress_bar,
     termination_checker,
 )
-from rlpipe.reward_model import HerRewardModel
 from rlpipe.utils.metrics import MetricsWriter
 
 
@@ -50,7 +56,7 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 
 def train(cfg: Config, run_dir: Path) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``."""
-    seed_everything(cfg.seed)
+    seed_everything(cfg.seed, cfg.run.torch_threads)
     collector_env, evaluator_env = make_envs(cfg)
     cfg = fill_model_shapes(cfg, collector_env)
     prepare_run_dir(run_dir)
@@ -73,14 +79,14 @@ def train(cfg: Config, run_dir: Path) -> RunSummary:
             if her is None:
                 task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
             else:
-                task.use(HERLearner(cfg, policy.learn_mode, buffer, HerRewardModel(her)))
+                task.use(HERLearner(cfg, policy.learn_mode, buffer, make_her_reward_model(cfg)))
             task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env,
                                            stop_on_solve=cfg.run.stop_on_solve))
+            task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
             task.use(CkptSaver(policy, run_dir, train_freq=cfg.run.save_freq))
             task.use(online_logger(writer, cfg.run.log_freq))
             task.use(tracker)
             task.use(show)
-            task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
             task.run()
     finally:
         writer.close()

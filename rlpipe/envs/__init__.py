@@ -1,5 +1,16 @@
-"""Environments: the vector environment manager and rlpipe's own environments."""
+"""Environments: the vector environment manager, rlpipe's own environments, goal-env support."""
+from rlpipe.envs.bitflip import ENV_ID as BITFLIP_ENV_ID
+from rlpipe.envs.bitflip import BitFlipEnv
+from rlpipe.envs.goal import FlattenGoalObservation, GoalLayout
 from rlpipe.envs.registration import register_envs
 from rlpipe.envs.vector import VectorEnvManager, env_factory
 
-__all__ = ["VectorEnvManager", "env_factory", "register_envs"]
+__all__ = [
+    "BITFLIP_ENV_ID",
+    "BitFlipEnv",
+    "FlattenGoalObservation",
+    "GoalLayout",
+    "VectorEnvManager",
+    "env_factory",
+    "register_envs",
+]

@@ -15,14 +15,24 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlpipe.config.loader import ConfigError
+from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
 from rlpipe.envs.registration import register_envs
 
 EnvFactory = Callable[[], gym.Env]
 
 
+def is_goal_env(env: gym.Env) -> bool:
+    """Whether ``env`` observes a goal dict (``observation``, ``achieved_goal``, ``desired_goal``)."""
+    space = env.observation_space
+    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == set(GOAL_KEYS)
+
+
 def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None
                 ) -> EnvFactory:
-    """A picklable-enough factory for ``gym.make(env_id, ...)``; fails at once on an unknown id."""
+    """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
+
+    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`.
+    """
     register_envs()
     if env_id not in gym.registry:
         import difflib
@@ -35,7 +45,10 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
         kwargs["max_episode_steps"] = max_episode_steps
 
     def make() -> gym.Env:
-        return gym.make(env_id, **kwargs)
+        env = gym.make(env_id, **kwargs)
+        if is_goal_env(env):
+            return FlattenGoalObservation(env)
+        return env
 
     return make
 

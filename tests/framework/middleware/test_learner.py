@@ -14,7 +14,7 @@ from .conftest import RecordingLearner
 
 
 def make_cfg(update_per_collect=3, batch_size=4, priority=False):
-    return SimpleNamespace(policy=SimpleNamespace(
+    return SimpleNamespace(seed=0, policy=SimpleNamespace(
         priority=priority,
         learn=SimpleNamespace(update_per_collect=update_per_collect, batch_size=batch_size),
         collect=SimpleNamespace(unroll_len=1),

@@ -1,0 +1,182 @@
+"""Learner throughput: rlpipe's OffPolicyLearner vs a minimal hand-written PyTorch loop.
+
+Both train the same double-DQN Huber loss (batch 64, MLP 64x64, CartPole-shaped data:
+obs 4, 2 actions, gradient clipping, the same fused Adam) on the same stored transitions,
+in one process, on one torch thread. The rlpipe side goes through the full path:
+``DequeBuffer.sample_batch`` -> fetcher middleware -> trainer middleware ->
+``DQNPolicy.learn_mode.forward`` (which also returns loss, mean Q and per-sample
+priorities). The baseline samples numpy ring arrays with ``Generator.integers`` and inlines
+the update. Rounds of the two alternate so that machine noise hits both alike; the best
+round of each is reported (as ``timeit`` advises: slower rounds measure other load on the
+machine, not the code).
+
+Usage: ``python benchmarks/learner.py [--quick]``. The last line printed is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlpipe.config import load_config
+from rlpipe.data import DequeBuffer
+from rlpipe.framework import task
+from rlpipe.framework.context import OnlineRLContext
+from rlpipe.framework.middleware import OffPolicyLearner
+from rlpipe.policy import DQNPolicy
+from rlpipe.policy.dqn import make_adam
+
+OBS_SIZE, N_ACTIONS, BATCH_SIZE, HIDDEN = 4, 2, 64, [64, 64]
+UPDATE_PER_COLLECT = 10
+
+
+def make_data(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """``n`` random CartPole-shaped transitions as a columnar batch."""
+    rng = np.random.default_rng(seed)
+    return {
+        "obs": rng.normal(size=(n, OBS_SIZE)).astype(np.float32),
+        "next_obs": rng.normal(size=(n, OBS_SIZE)).astype(np.float32),
+        "action": rng.integers(N_ACTIONS, size=n).astype(np.int64),
+        "reward": np.ones(n, dtype=np.float32),
+        "terminated": rng.random(n) < 0.05,
+        "truncated": rng.random(n) < 0.01,
+    }
+
+
+class RlpipeRunner:
+    """The framework path: buffer + OffPolicyLearner + DQNPolicy."""
+
+    def __init__(self, cfg, data: dict[str, np.ndarray]) -> None:
+        torch.manual_seed(0)
+        self.policy = DQNPolicy(cfg.policy)
+        self.buffer = DequeBuffer(size=len(data["obs"]))
+        self.buffer.push_batch(data)
+        self.ctx = OnlineRLContext()
+        self._start = task.start(self.ctx)
+        self._start.__enter__()
+        self.learner = OffPolicyLearner(cfg, self.policy.learn_mode, self.buffer)
+
+    def run(self, n_updates: int) -> int:
+        done = 0
+        while done < n_updates:
+            self.learner(self.ctx)
+            done += len(self.ctx.train_output)
+        return done
+
+    def close(self) -> None:
+        self._start.__exit__(None, None, None)
+
+
+class HandwrittenRunner:
+    """What one would write by hand: ring arrays, as_tensor, the loss inline, Adam."""
+
+    def __init__(self, cfg, data: dict[str, np.ndarray]) -> None:
+        torch.manual_seed(0)
+        layers: list[nn.Module] = []
+        in_size = OBS_SIZE
+        for size in HIDDEN:
+            layers += [nn.Linear(in_size, size), nn.ReLU()]
+            in_size = size
+        self.q_network = nn.Sequential(*layers, nn.Linear(in_size, N_ACTIONS))
+        self.target_network = copy.deepcopy(self.q_network)
+        learn = cfg.policy.learn
+        self.optimizer = make_adam(self.q_network.parameters(), learn.learning_rate)
+        self.gamma = cfg.policy.discount_factor
+        self.grad_clip = learn.grad_clip
+        self.target_update_freq = learn.target_update_freq
+        self.columns = {k: v.copy() for k, v in data.items()}
+        self.size = len(data["obs"])
+        self.rng = np.random.default_rng(0)
+        self.step = 0
+
+    def run(self, n_updates: int) -> int:
+        c = self.columns
+        for _ in range(n_updates):
+            idx = self.rng.integers(self.size, size=BATCH_SIZE)
+            obs = torch.as_tensor(c["obs"][idx])
+            next_obs = torch.as_tensor(c["next_obs"][idx])
+            action = torch.as_tensor(c["action"][idx])
+            reward = torch.as_tensor(c["reward"][idx])
+            terminated = torch.as_tensor(c["terminated"][idx]).float()
+            with torch.no_grad():
+                next_action = self.q_network(next_obs).argmax(dim=1, keepdim=True)
+                q_next = self.target_network(next_obs).gather(1, next_action).squeeze(1)
+                td_target = reward + self.gamma * (1.0 - terminated) * q_next
+            q_sa = self.q_network(obs).gather(1, action.unsqueeze(1)).squeeze(1)
+            loss = nn.functional.smooth_l1_loss(q_sa, td_target)
+            self.optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.q_network.parameters(), self.grad_clip)
+            self.optimizer.step()
+            self.step += 1
+            if self.step % self.target_update_freq == 0:
+                self.target_network.load_state_dict(self.q_network.state_dict())
+        return n_updates
+
+
+def timed(runner, n_updates: int) -> float:
+    """Updates per second of one round."""
+    start = time.perf_counter()
+    done = runner.run(n_updates)
+    return done / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny run (a few hundred updates)")
+    args = parser.parse_args()
+    rounds, per_round, warmup = (3, 100, 20) if args.quick else (15, 400, 200)
+    # One intra-op thread for both sides: batch-64 matmuls gain nothing from more, and on a
+    # busy machine OpenMP barriers between threads dominate (and add noise to) the timings.
+    torch.set_num_threads(1)
+
+    cfg = load_config(
+        {
+            "policy": {
+                "model": {
+                    "obs_shape": OBS_SIZE,
+                    "action_shape": N_ACTIONS,
+                    "encoder_hidden_size_list": HIDDEN,
+                },
+                "learn": {"batch_size": BATCH_SIZE, "update_per_collect": UPDATE_PER_COLLECT},
+            }
+        }
+    )
+    data = make_data(10_000)
+    rlpipe_runner = RlpipeRunner(cfg, data)
+    hand_runner = HandwrittenRunner(cfg, data)
+    try:
+        rlpipe_runner.run(warmup)
+        hand_runner.run(warmup)
+        rlpipe_rates, hand_rates = [], []
+        for _ in range(rounds):
+            rlpipe_rates.append(timed(rlpipe_runner, per_round))
+            hand_rates.append(timed(hand_runner, per_round))
+    finally:
+        rlpipe_runner.close()
+
+    rlpipe_rate = max(rlpipe_rates)
+    hand_rate = max(hand_rates)
+    ratio = rlpipe_rate / hand_rate
+    print(f"rlpipe OffPolicyLearner: {rlpipe_rate:8.0f} updates/s")
+    print(f"hand-written loop:       {hand_rate:8.0f} updates/s")
+    print(f"ratio:                   {ratio:8.3f} (target >= 0.9)")
+    print(
+        json.dumps(
+            {
+                "rlpipe_updates_per_s": round(rlpipe_rate, 1),
+                "handwritten_updates_per_s": round(hand_rate, 1),
+                "learner_ratio": round(ratio, 4),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

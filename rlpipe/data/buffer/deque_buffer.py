@@ -1,0 +1,407 @@
+"""DequeBuffer: a fixed-size FIFO buffer on preallocated ring columns, with the seed's API.
+
+Items are pushed one at a time (``push``: any object, or a dict of fields) or a whole
+columnar batch at once (``push_batch``). When full, each push overwrites the oldest item.
+Every public operation holds the storage's lock, so one thread may push while another
+samples, and runs through the middleware chain (see :mod:`rlpipe.data.buffer.base`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from rlpipe.data.buffer.base import Buffer, BufferedData, SampledBatch
+from rlpipe.data.buffer.persist import load_buffer, save_buffer
+from rlpipe.data.buffer.storage import OPAQUE, RingStorage
+
+
+def batch_length(batch: Mapping[str, Any], name: str = "batch") -> int:
+    """The common leading dimension of ``batch``'s fields; ValueError naming a field that differs."""
+    if not isinstance(batch, Mapping) or not batch:
+        raise ValueError(f"{name} must be a non-empty mapping of field name to array")
+    length = None
+    for key, value in batch.items():
+        shape = np.shape(value)
+        if not shape:
+            raise ValueError(f"{name} field '{key}' has no batch dimension (shape ())")
+        if length is None:
+            length = shape[0]
+        elif shape[0] != length:
+            raise ValueError(f"{name} field '{key}' has {shape[0]} rows, other fields have {length}")
+    return int(length)  # type: ignore[arg-type]
+
+
+def check_size(
+    size: int, available: int, replace: bool, ignore_insufficient: bool, what: str = "items"
+) -> int:
+    """How many to draw: ``size``, or fewer with ``ignore_insufficient``; else ValueError naming both."""
+    if size < 0:
+        raise ValueError(f"sample size must be >= 0, got {size}")
+    if replace:
+        if size > 0 and available == 0:
+            if ignore_insufficient:
+                return 0
+            raise ValueError(f"cannot sample {size} {what} with replacement: 0 available")
+    elif size > available:
+        if ignore_insufficient:
+            return available
+        raise ValueError(f"cannot sample {size} {what} without replacement: only {available} available")
+    return size
+
+
+class DequeBuffer(Buffer):
+    """FIFO replay buffer of ``size`` items. ``seed`` seeds its sampling generator."""
+
+    def __init__(self, size: int, seed: int | None = None) -> None:
+        super().__init__(size)
+        self.storage = RingStorage(self.size)
+        self.rng = np.random.default_rng(seed)
+        self._group_cache: tuple[tuple[int, str | None], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def view(self) -> DequeBuffer:
+        """A new buffer sharing this one's storage (and lock) with an empty middleware chain.
+
+        Middleware keep their own state: use a view to sample differently, and push through
+        the buffer whose chain holds the stateful middleware (e.g. priority replay).
+        """
+        other = DequeBuffer.__new__(DequeBuffer)
+        Buffer.__init__(other, self.size)
+        other.storage = self.storage
+        other.rng = self.rng.spawn(1)[0]
+        other._group_cache = None
+        return other
+
+    # ---- push ----------------------------------------------------------------------
+    def push(self, data: Any, meta: dict[str, Any] | None = None) -> BufferedData:
+        """Store one item (a dict of fields, or any object); returns it with its new index."""
+        with self.storage.lock:
+            return self._apply("push", self._push, data, meta)
+
+    def _push(self, data: Any, meta: dict[str, Any] | None) -> BufferedData:
+        st = self.storage
+        index, slot = st.alloc_one()
+        is_row = isinstance(data, Mapping) and all(isinstance(key, str) for key in data)
+        st.data.write_row(slot, data if is_row else {OPAQUE: data})
+        st.meta.write_row(slot, meta or {})
+        return BufferedData(data, index, meta if meta is not None else {})
+
+    def push_batch(
+        self, batch: Mapping[str, np.ndarray], meta: Mapping[str, np.ndarray] | None = None
+    ) -> np.ndarray:
+        """Store every row of a columnar batch in one call; returns their int64 indices."""
+        with self.storage.lock:
+            return self._apply("push_batch", self._push_batch, batch, meta)
+
+    def _push_batch(
+        self, batch: Mapping[str, np.ndarray], meta: Mapping[str, np.ndarray] | None
+    ) -> np.ndarray:
+        n = batch_length(batch)
+        if meta and batch_length(meta, "meta") != n:
+            raise ValueError(f"meta has {batch_length(meta, 'meta')} rows, batch has {n}")
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        st = self.storage
+        ids, slots, kept = st.alloc(n)
+        st.data.write_rows(slots, batch, kept)
+        st.meta.write_rows(slots, meta or {}, kept)
+        return ids
+
+    # ---- sample --------------------------------------------------------------------
+    def sample(
+        self,
+        size: int | None = None,
+        indices: Iterable[int] | None = None,
+        replace: bool = False,
+        sample_range: slice | None = None,
+        ignore_insufficient: bool = False,
+        groupby: str | None = None,
+        unroll_len: int | None = None,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Sample items (seed API).
+
+        Give ``size`` or ``indices`` (the items with those indices, in that order). Without
+        ``replace``, asking for more than is stored raises ValueError naming both numbers,
+        unless ``ignore_insufficient`` (then fewer are returned). ``sample_range`` is a slice
+        of the stored items, oldest first. ``groupby`` (a meta key) returns ``size`` groups,
+        each the list of that group's items in push order; with ``unroll_len`` each sample is
+        a run of ``unroll_len`` consecutive items of one group (one group of everything if
+        ``groupby`` is None). Extra keyword arguments are for middleware.
+        """
+        with self.storage.lock:
+            return self._apply(
+                "sample",
+                self._sample,
+                size=size,
+                indices=indices,
+                replace=replace,
+                sample_range=sample_range,
+                ignore_insufficient=ignore_insufficient,
+                groupby=groupby,
+                unroll_len=unroll_len,
+                **kwargs,
+            )
+
+    def _sample(
+        self,
+        size: int | None,
+        indices: Iterable[int] | None,
+        replace: bool,
+        sample_range: slice | None,
+        ignore_insufficient: bool,
+        groupby: str | None,
+        unroll_len: int | None,
+    ) -> list[Any]:
+        if indices is not None:
+            if size is not None:
+                raise ValueError("give either size or indices to sample, not both")
+            return self._items(self._slots_of(indices, skip_missing=ignore_insufficient))
+        if size is None:
+            raise ValueError("sample needs size or indices")
+        if groupby is None and unroll_len in (None, 1):
+            pool = None if sample_range is None else self.storage.ordered_slots()[sample_range]
+            available = self.storage.count if pool is None else len(pool)
+            n = check_size(size, available, replace, ignore_insufficient)
+            if pool is None:
+                return self._items(self.storage.random_slots(self.rng, n, replace))
+            return self._items(pool[self.rng.choice(len(pool), n, replace=replace)])
+        if unroll_len is None:
+            sorted_slots, starts = self._groups(groupby, sample_range)
+            n = check_size(size, len(starts), replace, ignore_insufficient, "groups")
+            ends = np.append(starts[1:], len(sorted_slots))
+            chosen = self.rng.choice(len(starts), n, replace=replace)
+            return [self._items(sorted_slots[starts[g] : ends[g]]) for g in chosen.tolist()]
+        return [
+            self._items(run)
+            for run in self._runs(size, groupby, unroll_len, replace, ignore_insufficient, sample_range)
+        ]
+
+    def _groups(self, groupby: str | None, sample_range: slice | None) -> tuple[np.ndarray, np.ndarray]:
+        """Stored slots sorted by group (push order within one), and where each group starts."""
+        key = (self.storage.version, groupby)
+        if sample_range is None and self._group_cache is not None and self._group_cache[0] == key:
+            return self._group_cache[1]
+        order = self.storage.ordered_slots()
+        if sample_range is not None:
+            order = order[sample_range]
+        if groupby is None:
+            codes = np.zeros(len(order), dtype=np.int64)
+        else:
+            values = self.storage.meta.column(groupby, order)
+            try:
+                codes = np.unique(values, return_inverse=True)[1].reshape(-1)
+            except TypeError as err:
+                raise ValueError(
+                    f"groupby key '{groupby}' has values that cannot be compared: {err}"
+                ) from None
+        perm = np.argsort(codes, kind="stable")
+        sorted_codes = codes[perm]
+        starts = (
+            np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if len(order) else order[:0]
+        )
+        result = (order[perm], starts)
+        if sample_range is None:
+            self._group_cache = (key, result)
+        return result
+
+    def count_runs(self, unroll_len: int, groupby: str | None = None) -> int:
+        """How many distinct runs of ``unroll_len`` consecutive items of one group are stored."""
+        with self.storage.lock:
+            return len(self._run_starts(groupby, unroll_len, None)[1])
+
+    def _run_starts(
+        self, groupby: str | None, unroll_len: int, sample_range: slice | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Slots sorted by group, and the positions in it where a whole run fits in one group."""
+        if unroll_len < 1:
+            raise ValueError(f"unroll_len must be >= 1, got {unroll_len}")
+        sorted_slots, starts = self._groups(groupby, sample_range)
+        group_of = np.zeros(len(sorted_slots), dtype=np.int64)
+        group_of[starts[1:]] = 1
+        group_of = np.cumsum(group_of)
+        last_start = len(sorted_slots) - unroll_len + 1
+        return sorted_slots, np.flatnonzero(group_of[: max(last_start, 0)] == group_of[unroll_len - 1 :])
+
+    def _runs(
+        self,
+        size: int,
+        groupby: str | None,
+        unroll_len: int,
+        replace: bool,
+        ignore_insufficient: bool,
+        sample_range: slice | None = None,
+    ) -> np.ndarray:
+        """Slots [n, unroll_len] of runs of consecutive items of one group, drawn uniformly."""
+        sorted_slots, candidates = self._run_starts(groupby, unroll_len, sample_range)
+        n = check_size(size, len(candidates), replace, ignore_insufficient, f"runs of {unroll_len}")
+        chosen = candidates[self.rng.choice(len(candidates), n, replace=replace)]
+        return sorted_slots[chosen[:, None] + np.arange(unroll_len)]
+
+    def sample_batch(
+        self,
+        size: int,
+        replace: bool = False,
+        indices: np.ndarray | None = None,
+        groupby: str | None = None,
+        unroll_len: int | None = None,
+        sample_range: slice | None = None,
+        **kwargs: Any,
+    ) -> SampledBatch:
+        """Sample ``size`` rows collated per field (fast path); ValueError if fewer are stored.
+
+        ``indices`` (any shape) picks the rows instead. With ``unroll_len`` each row is a run
+        of consecutive items of one ``groupby`` group: fields get shape [size, unroll_len, ...]
+        and ``indices`` [size, unroll_len]. ``sample_range`` slices the stored items, oldest
+        first. Extra keyword arguments are for middleware.
+        """
+        with self.storage.lock:
+            return self._apply(
+                "sample_batch",
+                self._sample_batch,
+                size=size,
+                replace=replace,
+                indices=indices,
+                groupby=groupby,
+                unroll_len=unroll_len,
+                sample_range=sample_range,
+                **kwargs,
+            )
+
+    def _sample_batch(
+        self,
+        size: int,
+        replace: bool,
+        indices: np.ndarray | None,
+        groupby: str | None,
+        unroll_len: int | None,
+        sample_range: slice | None,
+    ) -> SampledBatch:
+        st = self.storage
+        if indices is not None:
+            ids = np.asarray(indices, dtype=np.int64)
+            slots = self._slots_of(ids.reshape(-1), skip_missing=False).reshape(ids.shape)
+        elif unroll_len is not None:
+            slots = self._runs(size, groupby, unroll_len, replace, False, sample_range)
+        elif groupby is not None:
+            raise ValueError(
+                "sample_batch groups only with unroll_len; use sample(groupby=...) for whole groups"
+            )
+        elif sample_range is not None:
+            pool = st.ordered_slots()[sample_range]
+            check_size(size, len(pool), replace, False)
+            slots = pool[self.rng.choice(len(pool), size, replace=replace)]
+        else:
+            check_size(size, st.count, replace, False)
+            slots = st.random_slots(self.rng, size, replace)
+        flat = slots.reshape(-1)
+        data = st.data.gather(flat)
+        if slots.ndim > 1:
+            data = {key: value.reshape(*slots.shape, *value.shape[1:]) for key, value in data.items()}
+        return SampledBatch(data, st.ids[slots])
+
+    # ---- update / delete / clear -----------------------------------------------------
+    def update(self, index: int, data: Any = None, meta: dict[str, Any] | None = None) -> bool:
+        """Replace the data and/or set the given meta keys (others kept) of one item.
+
+        Returns False when ``index`` matches no stored item.
+        """
+        with self.storage.lock:
+            return self._apply("update", self._update, index, data, meta)
+
+    def _update(self, index: int, data: Any, meta: dict[str, Any] | None) -> bool:
+        st = self.storage
+        slot = st.slot_of(index)
+        if slot is None:
+            return False
+        if data is not None:
+            is_row = isinstance(data, Mapping) and all(isinstance(key, str) for key in data)
+            st.data.write_row(slot, data if is_row else {OPAQUE: data})
+        if meta:
+            st.meta.write_row(slot, meta, replace=False)
+        st.version += 1
+        return True
+
+    def update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Set meta fields of many items at once; returns which indices still existed."""
+        with self.storage.lock:
+            return self._apply("update_batch", self._update_batch, np.asarray(indices, dtype=np.int64), meta)
+
+    def _update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
+        if meta and batch_length(meta, "meta") != len(indices):
+            raise ValueError(f"meta has {batch_length(meta, 'meta')} rows, indices have {len(indices)}")
+        st = self.storage
+        slots, exists = st.locate(indices)
+        if meta and exists.any():
+            st.meta.write_rows(slots[exists], meta, exists, replace=False)
+            st.version += 1
+        return exists
+
+    def delete(self, index: int | Iterable[int]) -> None:
+        """Remove the items with these indices (indices that match nothing are ignored)."""
+        ids = np.atleast_1d(np.asarray(index, dtype=np.int64)).reshape(-1)
+        with self.storage.lock:
+            self._apply("delete", self._delete, ids)
+
+    def _delete(self, indices: np.ndarray) -> None:
+        slots, exists = self.storage.locate(indices)
+        if exists.any():
+            self.storage.remove(slots[exists])
+
+    def clear(self) -> None:
+        """Remove every item (indices keep counting up)."""
+        with self.storage.lock:
+            self._apply("clear", self.storage.clear)
+
+    # ---- lookup --------------------------------------------------------------------
+    def count(self) -> int:
+        """Number of stored items."""
+        return self.storage.count
+
+    def get(self, idx: int) -> BufferedData:
+        """The ``idx``-th stored item, oldest first (negative counts from the newest)."""
+        with self.storage.lock:
+            order = self.storage.ordered_slots()
+            if not -len(order) <= idx < len(order):
+                raise IndexError(f"item {idx} out of range for a buffer of {len(order)} items")
+            return self._items(order[[idx]])[0]
+
+    def get_by_index(self, index: int) -> BufferedData:
+        """The item with this index; KeyError if it was overwritten, deleted or never pushed."""
+        with self.storage.lock:
+            slot = self.storage.slot_of(index)
+            if slot is None:
+                raise KeyError(f"index {index} is not in the buffer")
+            return self._items(np.array([slot]))[0]
+
+    def _slots_of(self, indices: Iterable[int], skip_missing: bool) -> np.ndarray:
+        ids = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, dtype=np.int64)
+        slots, exists = self.storage.locate(ids.reshape(-1))
+        if not exists.all():
+            if not skip_missing:
+                missing = ids.reshape(-1)[~exists]
+                raise ValueError(f"{len(missing)} indices are not in the buffer, e.g. {int(missing[0])}")
+            slots = slots[exists]
+        return slots
+
+    def _items(self, slots: np.ndarray) -> list[BufferedData]:
+        st = self.storage
+        out = []
+        for slot, index in zip(slots.tolist(), st.ids[slots].tolist(), strict=True):
+            row = st.data.row(slot)
+            data = row.get(OPAQUE, row)
+            out.append(BufferedData(data, index, st.meta.row(slot)))
+        return out
+
+    # ---- persistence -----------------------------------------------------------------
+    def save_data(self, file_name: str) -> None:
+        """Write data, meta, indices, ring position, RNG and middleware state to one .npz file."""
+        with self.storage.lock:
+            save_buffer(self, file_name)
+
+    def load_data(self, file_name: str) -> None:
+        """Replace this buffer's contents with what :meth:`save_data` wrote (no code is run)."""
+        with self.storage.lock:
+            load_buffer(self, file_name)

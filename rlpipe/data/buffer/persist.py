@@ -1,0 +1,183 @@
+"""Saving a buffer to one ``.npz`` file that loads without pickle (so loading runs no code).
+
+Layout: ``__header__`` is a JSON document (ring position, RNG state, column kinds,
+middleware types and their JSON state); every array lives under its own name. Only stored
+items are written (their slots are saved too, so the ring comes back exactly).
+
+Column kinds: ``typed`` (a numeric column), ``str`` (Python strings), ``ragged`` (numeric
+arrays of one dtype and rank but varying shape, e.g. whole episodes: concatenated, with
+their shapes). Anything else (lists, dicts, tensors, arbitrary objects) would need pickle,
+so saving it fails with a ValueError naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlpipe.data.buffer.base import BufferMiddleware
+from rlpipe.data.buffer.storage import Table
+
+if TYPE_CHECKING:
+    from rlpipe.data.buffer.deque_buffer import DequeBuffer
+
+FORMAT = "rlpipe.buffer/1"
+
+
+def _encode_column(name: str, values: np.ndarray, arrays: dict[str, np.ndarray]) -> str:
+    """Put a column's values into ``arrays`` under ``name``; returns the column kind."""
+    if values.dtype != object:
+        arrays[name] = values
+        return "typed"
+    items = values.tolist() if values.ndim == 1 else list(values)
+    if all(isinstance(item, str) for item in items):
+        arrays[name] = np.array(items, dtype=str)
+        return "str"
+    if all(isinstance(item, np.ndarray) and item.dtype.kind in "biufc" for item in items):
+        dtypes = {item.dtype for item in items}
+        ranks = {item.ndim for item in items}
+        if len(dtypes) <= 1 and len(ranks) <= 1:
+            rank = ranks.pop() if ranks else 0
+            arrays[name] = np.concatenate([item.reshape(-1) for item in items]) if items else np.zeros(0)
+            arrays[name + ".shapes"] = np.array([item.shape for item in items], dtype=np.int64).reshape(
+                -1, rank
+            )
+            return "ragged"
+    kinds = sorted({type(item).__name__ for item in items})
+    table, field = name.split("/", 1)
+    raise ValueError(
+        f"cannot save {table} field '{field}' safely: it holds {', '.join(kinds)} values, "
+        "which would need pickle (store numeric arrays, numbers or strings instead)"
+    )
+
+
+def _decode_column(name: str, kind: str, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    values = arrays[name]
+    if kind == "typed":
+        return values
+    out = np.empty(len(arrays[name + ".shapes"]) if kind == "ragged" else len(values), dtype=object)
+    if kind == "str":
+        for i, value in enumerate(values.tolist()):
+            out[i] = value
+        return out
+    offset = 0
+    for i, shape in enumerate(arrays[name + ".shapes"].tolist()):
+        size = int(np.prod(shape, dtype=np.int64))
+        out[i] = values[offset : offset + size].reshape(shape).copy()
+        offset += size
+    return out
+
+
+def _save_table(
+    prefix: str, table: Table, slots: np.ndarray, arrays: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    spec = {}
+    for key, col in table.columns.items():
+        mask = table.present.get(key)
+        have = slots if mask is None else slots[mask[slots]]
+        name = f"{prefix}/{key}"
+        spec[key] = {"kind": _encode_column(name, col.take(have, axis=0), arrays), "sparse": mask is not None}
+        if mask is not None:
+            arrays[name + ".present"] = mask[slots]
+    return spec
+
+
+def _load_table(prefix: str, table: Table, spec: Mapping[str, Any], slots: np.ndarray, arrays: Any) -> None:
+    table.clear()
+    table.columns.clear()
+    for key, info in spec.items():
+        name = f"{prefix}/{key}"
+        values = _decode_column(name, info["kind"], arrays)
+        have = slots[arrays[name + ".present"]] if info["sparse"] else slots
+        if values.dtype == object:
+            col = np.empty(table.capacity, dtype=object)
+        else:
+            col = np.zeros((table.capacity, *values.shape[1:]), dtype=values.dtype)
+        col[have] = values
+        table.columns[key] = col
+        if info["sparse"]:
+            mask = np.zeros(table.capacity, dtype=bool)
+            mask[have] = True
+            table.present[key] = mask
+    table.written = len(slots) > 0
+
+
+def _stateful(buffer: DequeBuffer) -> list[tuple[int, BufferMiddleware]]:
+    return [(i, mw) for i, mw in enumerate(buffer.middleware) if isinstance(mw, BufferMiddleware)]
+
+
+def save_buffer(buffer: DequeBuffer, file_name: str) -> None:
+    """Write ``buffer`` to ``file_name`` atomically (a temp file, then a rename)."""
+    st = buffer.storage
+    slots = st.ordered_slots()
+    arrays: dict[str, np.ndarray] = {"ring/slots": slots, "ring/ids": st.ids[slots]}
+    header: dict[str, Any] = {
+        "format": FORMAT,
+        "capacity": st.capacity,
+        "base": st.base,
+        "next_id": st.next_id,
+        "rng": buffer.rng.bit_generator.state,
+        "data": _save_table("data", st.data, slots, arrays),
+        "meta": _save_table("meta", st.meta, slots, arrays),
+        "middleware": [],
+    }
+    for i, mw in _stateful(buffer):
+        json_state = {}
+        for key, value in mw.state_dict().items():
+            if isinstance(value, np.ndarray):
+                arrays[f"middleware{i}/{key}"] = value
+            else:
+                json_state[key] = value
+        header["middleware"].append({"position": i, "type": type(mw).__name__, "state": json_state})
+    arrays["__header__"] = np.array(json.dumps(header))
+    directory = os.path.dirname(os.path.abspath(file_name))
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)  # type: ignore[arg-type]
+        os.replace(tmp, file_name)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
+    """Restore ``buffer`` from a file written by :func:`save_buffer` (same size and middleware)."""
+    with np.load(file_name, allow_pickle=False) as npz:
+        if "__header__" not in npz.files:
+            raise ValueError(f"{file_name} is not a saved rlpipe buffer (no __header__)")
+        header = json.loads(str(npz["__header__"]))
+        if header.get("format") != FORMAT:
+            raise ValueError(f"{file_name} has format {header.get('format')!r}, expected {FORMAT!r}")
+        st = buffer.storage
+        if header["capacity"] != st.capacity:
+            raise ValueError(
+                f"{file_name} holds a buffer of size {header['capacity']}, this one has {st.capacity}"
+            )
+        stateful = _stateful(buffer)
+        saved_types = [(m["position"], m["type"]) for m in header["middleware"]]
+        if saved_types != [(i, type(mw).__name__) for i, mw in stateful]:
+            raise ValueError(
+                f"{file_name} was saved with middleware {saved_types}, this buffer has different ones"
+            )
+        arrays = {name: npz[name] for name in npz.files}
+    slots = arrays["ring/slots"]
+    st.ids[:] = -1
+    st.ids[slots] = arrays["ring/ids"]
+    st.base, st.next_id, st.count = header["base"], header["next_id"], len(slots)
+    _load_table("data", st.data, header["data"], slots, arrays)
+    _load_table("meta", st.meta, header["meta"], slots, arrays)
+    st.version += 1
+    buffer.rng.bit_generator.state = header["rng"]
+    for (i, mw), saved in zip(stateful, header["middleware"], strict=True):
+        state = dict(saved["state"])
+        prefix = f"middleware{i}/"
+        state.update(
+            {name[len(prefix) :]: value for name, value in arrays.items() if name.startswith(prefix)}
+        )
+        mw.load_state_dict(state)

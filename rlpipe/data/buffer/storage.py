@@ -1,0 +1,283 @@
+"""Preallocated ring storage: per-field columns over ring slots, and the id <-> slot bookkeeping.
+
+A :class:`Table` keeps one array per field, allocated for every ring slot when the field
+is first written. Numeric values of one fixed shape live in a typed column; anything else
+(strings, lists, variable-length episode arrays, arbitrary objects) in an object column. A
+typed column that meets a value it cannot hold becomes an object column, once.
+
+:class:`RingStorage` hands out ids (a monotonic int64 counter) and maps them to slots:
+``slot = (id - base) % capacity``, so lookups are O(1) and need no dictionary. ``base`` is
+the first id after the last :meth:`RingStorage.clear`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import numpy as np
+
+_NUMERIC_KINDS = frozenset("biufc")
+OPAQUE = "__item__"
+"""Field name under which data that is not a dict of fields is kept."""
+
+
+def _numeric(value: Any) -> np.ndarray | None:
+    """``value`` as a numeric array if it can live in a typed column, else None."""
+    if isinstance(value, np.ndarray):
+        return value if value.dtype.kind in _NUMERIC_KINDS else None
+    if isinstance(value, (bool, int, float, np.bool_, np.number)):
+        return np.asarray(value)
+    return None
+
+
+class Table:
+    """Named columns over ``capacity`` slots; which slots are valid is the ring's business.
+
+    A column is *dense* while every write has included it; only then may it skip a presence
+    mask. A write that omits an existing column (or a column born after the first write)
+    makes it *sparse*: it gets a mask of the slots that hold a value.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.columns: dict[str, np.ndarray] = {}
+        self.present: dict[str, np.ndarray] = {}
+        self.written = False
+
+    # ---- writing -------------------------------------------------------------------
+    def write_row(self, slot: int, row: Mapping[str, Any], replace: bool = True) -> None:
+        """Store one item's fields at ``slot``; ``replace``: fields not in ``row`` become absent."""
+        for key, value in row.items():
+            self._put(key, slot, value)
+        if replace:
+            self._mark(slot, row.keys())
+
+    def write_rows(
+        self, slots: np.ndarray, batch: Mapping[str, Any], rows: slice | np.ndarray, replace: bool = True
+    ) -> None:
+        """Store rows ``rows`` of a columnar batch at ``slots`` (one slot per selected row)."""
+        for key, value in batch.items():
+            arr = np.asarray(value)[rows]
+            if arr.shape[0] != len(slots):
+                raise ValueError(f"field '{key}' has {arr.shape[0]} rows, expected {len(slots)}")
+            col = self.columns.get(key)
+            kind_ok = arr.dtype.kind in _NUMERIC_KINDS
+            if col is None:
+                col = self._new_column(key, arr[0] if kind_ok else None)
+            elif col.dtype != object and (
+                not kind_ok
+                or arr.shape[1:] != col.shape[1:]
+                or not np.can_cast(arr.dtype, col.dtype, "same_kind")
+            ):
+                col = self._to_object(key)
+            if col.dtype == object:
+                for slot, value_row in zip(slots.tolist(), arr, strict=True):
+                    col[slot] = value_row.copy() if isinstance(value_row, np.ndarray) else value_row
+            else:
+                col[slots] = arr
+            mask = self.present.get(key)
+            if mask is not None:
+                mask[slots] = True
+        if replace:
+            self._mark(slots, batch.keys())
+
+    def _put(self, key: str, slot: int, value: Any) -> None:
+        arr = _numeric(value)
+        col = self.columns.get(key)
+        if col is None:
+            col = self._new_column(key, arr)
+        elif col.dtype != object and (
+            arr is None or arr.shape != col.shape[1:] or not np.can_cast(arr.dtype, col.dtype, "same_kind")
+        ):
+            col = self._to_object(key)
+        if col.dtype == object:
+            col[slot] = value.copy() if isinstance(value, np.ndarray) else value
+        else:
+            col[slot] = arr
+        mask = self.present.get(key)
+        if mask is not None:
+            mask[slot] = True
+
+    def _mark(self, slots: int | np.ndarray, keys: Collection[str]) -> None:
+        """Record which columns the rows just written at ``slots`` (with fields ``keys``) lack."""
+        self.written = True
+        if len(keys) == len(self.columns):  # every column was just written
+            return
+        for key in self.columns.keys() - set(keys):
+            mask = self.present.get(key)
+            if mask is None:
+                mask = self.present[key] = np.ones(self.capacity, dtype=bool)
+            mask[slots] = False
+
+    def _new_column(self, key: str, example: np.ndarray | None) -> np.ndarray:
+        if example is None:
+            col = np.empty(self.capacity, dtype=object)
+        else:
+            col = np.zeros((self.capacity, *example.shape), dtype=example.dtype)
+        self.columns[key] = col
+        if self.written:
+            self.present[key] = np.zeros(self.capacity, dtype=bool)
+        return col
+
+    def _to_object(self, key: str) -> np.ndarray:
+        old = self.columns[key]
+        new = np.empty(self.capacity, dtype=object)
+        for slot in range(self.capacity):
+            new[slot] = old[slot].copy() if old.ndim > 1 else old[slot]
+        self.columns[key] = new
+        return new
+
+    # ---- reading -------------------------------------------------------------------
+    def row(self, slot: int) -> dict[str, Any]:
+        """The fields stored at ``slot`` (typed columns give views / numpy scalars)."""
+        out = {}
+        for key, col in self.columns.items():
+            mask = self.present.get(key)
+            if mask is None or mask[slot]:
+                out[key] = col[slot]
+        return out
+
+    def gather(self, slots: np.ndarray, what: str = "field") -> dict[str, np.ndarray]:
+        """Collate the columns at ``slots``; every column must hold a value for every slot."""
+        out = {}
+        for key, col in self.columns.items():
+            mask = self.present.get(key)
+            if mask is not None:
+                have = mask[slots]
+                if not have.any():
+                    continue
+                if not have.all():
+                    raise ValueError(
+                        f"{what} '{key}' is missing from {int((~have).sum())} of the selected items"
+                    )
+            out[key] = col.take(slots, axis=0)
+        return out
+
+    def column(self, key: str, slots: np.ndarray, what: str = "meta key") -> np.ndarray:
+        """One column at ``slots``; ValueError naming ``key`` if some slot lacks it."""
+        col = self.columns.get(key)
+        mask = self.present.get(key)
+        if col is None or (mask is not None and not mask[slots].all()):
+            missing = len(slots) if col is None else int((~mask[slots]).sum())  # type: ignore[index]
+            raise ValueError(f"{what} '{key}' is missing from {missing} of {len(slots)} stored items")
+        return col.take(slots, axis=0)
+
+    # ---- forgetting ----------------------------------------------------------------
+    def release(self, slots: np.ndarray) -> None:
+        """Drop references held by object columns at ``slots`` (their items are gone)."""
+        for col in self.columns.values():
+            if col.dtype == object:
+                col[slots] = None
+
+    def clear(self) -> None:
+        """Forget every value; typed columns stay allocated for reuse."""
+        for key, col in self.columns.items():
+            if col.dtype == object:
+                self.columns[key] = np.empty(self.capacity, dtype=object)
+        self.present.clear()
+        self.written = False
+
+
+class RingStorage:
+    """Ring of ``capacity`` slots holding data and meta tables, shared by a buffer and its views."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = int(capacity)
+        self.data = Table(self.capacity)
+        self.meta = Table(self.capacity)
+        self.ids = np.full(self.capacity, -1, dtype=np.int64)
+        self.base = 0
+        self.next_id = 0
+        self.count = 0
+        self.version = 0
+        self.lock = threading.RLock()
+        self._order_cache: tuple[int, np.ndarray] | None = None
+
+    # ---- ids and slots -------------------------------------------------------------
+    def alloc_one(self) -> tuple[int, int]:
+        """Reserve the next id and its slot (overwriting the oldest item when full)."""
+        new_id = self.next_id
+        slot = (new_id - self.base) % self.capacity
+        if self.ids[slot] < 0:
+            self.count += 1
+        self.ids[slot] = new_id
+        self.next_id += 1
+        self.version += 1
+        return new_id, slot
+
+    def alloc(self, n: int) -> tuple[np.ndarray, np.ndarray, slice]:
+        """Reserve ``n`` ids; returns them, the slots of the rows that stay, and those rows."""
+        new_ids = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
+        kept = slice(max(0, n - self.capacity), n)
+        slots = (new_ids[kept] - self.base) % self.capacity
+        self.count += int(np.count_nonzero(self.ids[slots] < 0))
+        self.ids[slots] = new_ids[kept]
+        self.next_id += n
+        self.version += 1
+        return new_ids, slots, kept
+
+    def slots(self, ids: np.ndarray) -> np.ndarray:
+        """Slots that ``ids`` map to (whether or not they still hold those ids)."""
+        return (np.asarray(ids, dtype=np.int64) - self.base) % self.capacity
+
+    def locate(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Slots of ``ids`` and whether each id still names a stored item."""
+        ids = np.asarray(ids, dtype=np.int64)
+        slots = (ids - self.base) % self.capacity
+        return slots, (ids >= self.base) & (self.ids[slots] == ids)
+
+    def slot_of(self, index: int) -> int | None:
+        """Slot of one id, or None when the id matches no stored item."""
+        slot = (int(index) - self.base) % self.capacity
+        return slot if index >= self.base and self.ids[slot] == index else None
+
+    @property
+    def filled(self) -> int:
+        """Slots written since the last clear (valid or deleted)."""
+        return min(self.next_id - self.base, self.capacity)
+
+    def ordered_slots(self) -> np.ndarray:
+        """Slots of the stored items, oldest first (cached until the next change)."""
+        cached = self._order_cache
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        pushed = self.next_id - self.base
+        if pushed <= self.capacity:
+            order = np.arange(pushed, dtype=np.int64)
+        else:
+            order = (pushed + np.arange(self.capacity, dtype=np.int64)) % self.capacity
+        if self.count < len(order):
+            order = order[self.ids[order] >= 0]
+        self._order_cache = (self.version, order)
+        return order
+
+    def random_slots(self, rng: np.random.Generator, size: int, replace: bool) -> np.ndarray:
+        """``size`` slots of stored items, uniformly (caller checked there are enough)."""
+        filled = self.filled
+        if self.count == filled:
+            if replace:
+                return rng.integers(0, filled, size)
+            return rng.choice(filled, size, replace=False)
+        valid = self.ordered_slots()
+        return valid[rng.choice(len(valid), size, replace=replace)]
+
+    # ---- removal -------------------------------------------------------------------
+    def remove(self, slots: np.ndarray) -> None:
+        """Forget the items at ``slots`` (all must be valid)."""
+        slots = np.unique(slots)
+        self.ids[slots] = -1
+        self.count -= len(slots)
+        self.data.release(slots)
+        self.meta.release(slots)
+        self.version += 1
+
+    def clear(self) -> None:
+        """Forget everything; ids keep counting up."""
+        self.ids[:] = -1
+        self.base = self.next_id
+        self.count = 0
+        self.data.clear()
+        self.meta.clear()
+        self.version += 1

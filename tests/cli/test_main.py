@@ -1,0 +1,97 @@
+"""The command line: train/eval/presets/plot, and one-line errors for bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlpipe.cli.main import main
+
+TINY = ["run.max_env_step=400", "run.progress=false", "policy.collect.n_sample=40",
+        "policy.learn.update_per_collect=2", "policy.learn.batch_size=16",
+        "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
+        "run.save_freq=20", "run.log_freq=5"]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("runs") / "tiny"
+    assert main(["train", "cartpole-dqn", *TINY, "--run-dir", str(run_dir)]) == 0
+    return run_dir
+
+
+def test_train_writes_a_complete_run_directory(trained_run):
+    summary = json.loads((trained_run / "summary.json").read_text())
+    assert summary["env_step"] >= 400 and summary["train_iter"] > 0
+    assert summary["best_eval_return"] is not None and summary["solved"] is False
+    assert summary["wall_time_s"] > 0
+    assert (trained_run / "config.yaml").read_text().count("obs_shape: 4") == 1
+    kinds = {json.loads(line)["kind"] for line in (trained_run / "metrics.jsonl").read_text().splitlines()}
+    assert kinds == {"train", "eval"}
+    names = {p.name for p in (trained_run / "ckpt").iterdir()}
+    assert {"eval.pth.tar", "final.pth.tar"} <= names and any(n.startswith("iteration_") for n in names)
+
+
+def test_eval_reloads_the_best_checkpoint(trained_run, capsys):
+    assert main(["eval", str(trained_run), "--episodes", "3"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["episodes"] == 3 and 8 <= result["return_mean"] <= 500
+
+
+def test_plot_draws_a_png(trained_run, tmp_path):
+    out = tmp_path / "curve.png"
+    assert main(["plot", str(trained_run), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_presets_lists_builtin_presets(capsys):
+    assert main(["presets"]) == 0
+    assert "cartpole-dqn" in capsys.readouterr().out.split()
+
+
+def one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["train", "cartpole-dqn", "policy.learn.batchsize=3"], "did you mean 'policy.learn.batch_size'?"),
+        (["train", "cartpole-dqn", "policy.learn.batch_size=0"], "policy.learn.batch_size"),
+        (["train", "cartpol-dqn"], "unknown preset 'cartpol-dqn'"),
+        (["train", "cartpole-dqn", "env.env_id=CartPole-v9"], "unknown gymnasium environment 'CartPole-v9'"),
+        (["train", "cartpole-dqn", "policy.model.obs_shape=6"], "'policy.model.obs_shape' is 6 but env"),
+        (["train", "missing.yaml"], "config file not found: missing.yaml"),
+    ],
+)
+def test_bad_train_input_fails_in_one_line(capsys, tmp_path, argv, expected):
+    err = one_line_error(capsys, [*argv, "--run-dir", str(tmp_path / "run")])
+    assert expected in err
+    assert not (tmp_path / "run").exists()  # nothing was started
+
+
+def test_existing_run_is_never_overwritten(trained_run, capsys):
+    before = (trained_run / "summary.json").read_text()
+    err = one_line_error(capsys, ["train", "cartpole-dqn", *TINY, "--run-dir", str(trained_run)])
+    assert "already holds a run" in err
+    assert (trained_run / "summary.json").read_text() == before
+
+
+def test_eval_with_missing_or_corrupt_checkpoint(trained_run, capsys, tmp_path):
+    assert "not a run directory" in one_line_error(capsys, ["eval", str(tmp_path)])
+    corrupt = tmp_path / "bad.pth.tar"
+    corrupt.write_bytes(b"garbage")
+    err = one_line_error(capsys, ["eval", str(trained_run), "--checkpoint", str(corrupt)])
+    assert f"checkpoint {corrupt} is corrupt" in err
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).parent / "rlpipe"
+    out = subprocess.run([str(script), "presets"], capture_output=True, text=True, check=True)
+    assert "cartpole-dqn" in out.stdout

@@ -1,0 +1,75 @@
+"""SumTree: batch update and batch prefix search against plain numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlpipe.data.buffer.middleware import SumTree
+from rlpipe.data.buffer.middleware.sum_tree import DEFAULT_BACKEND
+
+BACKENDS = ["numpy"] + (["numba"] if DEFAULT_BACKEND == "numba" else [])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=50, deadline=None)
+@given(capacity=st.integers(1, 40), seed=st.integers(0, 1000))
+def test_update_and_find_match_cumsum(backend: str, capacity: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    tree = SumTree(capacity, backend=backend)
+    values = np.zeros(capacity)
+    for _ in range(3):
+        pos = rng.integers(0, capacity, rng.integers(1, 2 * capacity + 1))
+        new = rng.choice([0.0, 0.5, 1.0, 3.0], len(pos))
+        tree.update(pos, new)
+        values[pos] = new  # duplicates: last write wins in both
+    np.testing.assert_allclose(tree.leaves(), values)
+    assert tree.total == pytest.approx(values.sum())
+    positive = values[values > 0]
+    assert tree.min == (positive.min() if len(positive) else np.inf)
+    if values.sum() > 0:
+        targets = rng.random(50) * values.sum()
+        expected = np.searchsorted(np.cumsum(values), targets, side="right")
+        np.testing.assert_array_equal(tree.find(targets), expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_find_never_returns_an_empty_leaf_at_the_top_edge(backend: str) -> None:
+    tree = SumTree(6, backend=backend)
+    tree.update(np.arange(6), [0.1, 0.2, 0.3, 0.0, 0.0, 0.0])
+    assert tree.find(np.array([np.nextafter(tree.total, 0), tree.total]))[0] == 2
+    assert set(tree.find(np.array([tree.total, tree.total * 2])).tolist()) <= {0, 1, 2}
+
+
+def test_rebuild_equals_incremental_updates() -> None:
+    values = np.arange(10, dtype=float)
+    a, b = SumTree(10), SumTree(10, backend="numpy")
+    a.update(np.arange(10), values)
+    b.rebuild(values)
+    np.testing.assert_array_equal(a.sums, b.sums)
+    np.testing.assert_array_equal(a.mins, b.mins)
+    with pytest.raises(ValueError, match="needs 10 leaves"):
+        b.rebuild(np.zeros(3))
+    with pytest.raises(ValueError, match="track_min=False"):
+        _ = SumTree(4, track_min=False).min
+
+
+@pytest.mark.skipif(DEFAULT_BACKEND != "numba", reason="numba not installed")
+def test_backends_agree_bit_for_bit() -> None:
+    rng = np.random.default_rng(0)
+    a, b = SumTree(1000, backend="numpy"), SumTree(1000, backend="numba")
+    for _ in range(5):
+        pos, values = rng.integers(0, 1000, 300), rng.random(300) * (rng.random(300) > 0.1)
+        a.update(pos, values)
+        b.update(pos, values)
+    np.testing.assert_array_equal(a.sums, b.sums)
+    np.testing.assert_array_equal(a.mins, b.mins)
+    targets = rng.random(500) * a.total
+    np.testing.assert_array_equal(a.find(targets), b.find(targets))
+
+
+def test_unknown_backend_is_rejected() -> None:
+    with pytest.raises(ValueError, match="backend 'gpu' is not available"):
+        SumTree(4, backend="gpu")
