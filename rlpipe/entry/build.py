@@ -64,7 +64,7 @@ def make_policy(cfg: Config) -> DQNPolicy:
 def make_buffer(cfg: Config) -> DequeBuffer:
     """The replay buffer, with priority replay when ``cfg.policy.priority``."""
     replay = cfg.policy.other.replay_buffer
-    buffer = DequeBuffer(size=replay.replay_buffer_size)
+    buffer = DequeBuffer(size=replay.replay_buffer_size, seed=cfg.seed)
     if cfg.policy.priority:
         buffer.use(PriorityExperienceReplay(
             buffer,

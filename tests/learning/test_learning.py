@@ -1,0 +1,35 @@
+"""Learning tests: fixed seeds, small budgets, asserted returns (each runs in well under a minute)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlpipe.config import load_config
+from rlpipe.entry import train
+
+
+def run(tmp_path, preset, overrides):
+    cfg = load_config(preset, ["run.progress=false", *overrides])
+    summary = train(cfg, tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["env_step"] == summary.env_step
+    return summary
+
+
+def test_dqn_balances_cartpole(tmp_path):
+    summary = run(tmp_path, "cartpole-dqn", ["seed=0", "env.stop_value=195", "run.max_env_step=20000"])
+    assert summary.solved, summary
+    assert summary.best_eval_return >= 195
+
+
+def test_her_solves_8_bit_flip(tmp_path):
+    summary = run(tmp_path, "bitflip-her-dqn", ["seed=0", "env.env_kwargs.n_bits=8", "run.stop_on_solve=true",
+                                                 "run.max_env_step=15000"])
+    assert summary.solved, summary
+    assert summary.best_eval_return >= 0.9
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_plain_dqn_fails_8_bit_flip_where_her_succeeds(tmp_path, seed):
+    summary = run(tmp_path, "bitflip-dqn", [f"seed={seed}", "env.env_kwargs.n_bits=8", "run.max_env_step=6000"])
+    assert summary.best_eval_return <= 0.5
