@@ -25,8 +25,8 @@ def main(overrides: list[str]) -> float:
     make_env = env_factory(cfg.env.env_id)
     collector_env = VectorEnvManager(make_env, cfg.env.collector_env_num, seed=cfg.seed)
     evaluator_env = VectorEnvManager(make_env, cfg.env.evaluator_env_num, seed=cfg.seed + 10_000)
-    policy = DQNPolicy(cfg.policy)
-    buffer = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size)
+    policy = DQNPolicy(cfg.policy, seed=cfg.seed)
+    buffer = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size, seed=cfg.seed)
 
     with task.start(ctx=OnlineRLContext()):
         task.use(eps_greedy_handler(cfg))

@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("run_dirs", type=Path, nargs="+")
     plot.add_argument("--out", type=Path, default=Path("learning_curve.png"))
     plot.add_argument("--title", default=None)
+    plot.add_argument("--ylabel", default="mean evaluation return", help="e.g. 'success rate' for bit flip")
     return parser
 
 
@@ -70,7 +71,7 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from rlpipe.utils.plot import plot_runs
 
-    out = plot_runs(args.run_dirs, args.out, title=args.title)
+    out = plot_runs(args.run_dirs, args.out, title=args.title, ylabel=args.ylabel)
     print(out)
     return 0
 

@@ -8,7 +8,8 @@ from rlpipe.errors import MissingDependencyError
 from rlpipe.utils.metrics import read_metrics
 
 
-def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None) -> Path:
+def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,
+              ylabel: str = "mean evaluation return") -> Path:
     """Plot mean evaluation return against env steps, one line per run; returns ``out``."""
     try:
         import matplotlib
@@ -22,7 +23,7 @@ def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None) -> 
         evals = [r for r in read_metrics(run_dir) if r["kind"] == "eval"]
         ax.plot([r["env_step"] for r in evals], [r["return_mean"] for r in evals], label=Path(run_dir).name)
     ax.set_xlabel("env steps")
-    ax.set_ylabel("mean evaluation return")
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend()
     if title:
