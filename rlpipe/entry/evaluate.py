@@ -35,7 +35,7 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: Path | 
         output = evaluate_episodes(policy.eval_mode, env, episodes or cfg.env.n_evaluator_episode)
     returns = output["episode_return"]
     return {
-        "episodes": int(len(returns)),
+        "episodes": len(returns),
         "return_mean": float(np.mean(returns)),
         "return_std": float(np.std(returns)),
         "return_min": float(np.min(returns)),

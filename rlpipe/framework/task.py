@@ -68,7 +68,7 @@ def _finish_generator(gen: Generator[Any, Any, Any]) -> None:
         next(gen)
     except StopIteration:
         return
-    raise RuntimeError(f"middleware {gen.__name__} yielded more than once")
+    raise RuntimeError(f"middleware {gen!r} yielded more than once")
 
 
 class Task:
@@ -213,7 +213,7 @@ def role_gated(role: Role) -> Callable[[T], T]:
     def decorate(cls: T) -> T:
         original_new = cls.__new__  # type: ignore[misc]
 
-        def __new__(klass: Any, *args: Any, **kwargs: Any) -> Any:
+        def __new__(klass: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807 - replaces cls.__new__
             if task.router.is_active and not task.has_role(role):
                 return task.void()
             if original_new is object.__new__:

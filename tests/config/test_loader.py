@@ -1,7 +1,6 @@
 """Config loading from presets, files and dicts; one-line errors naming the key."""
 from __future__ import annotations
 
-
 import pytest
 
 from rlpipe.config import Config, ConfigError, dump_config, load_config, parse_override, preset_names
@@ -33,7 +32,8 @@ def test_dict_and_yaml_round_trip(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["policy.learn.batchsize=3"], "unknown config key 'policy.learn.batchsize' (did you mean 'policy.learn.batch_size'?)"),
+        (["policy.learn.batchsize=3"],
+         "unknown config key 'policy.learn.batchsize' (did you mean 'policy.learn.batch_size'?)"),
         (["policy.learn.batch_size=0"], "config key 'policy.learn.batch_size': Input should be greater than 0"),
         (["policy.learn.learning_rate=fast"], "config key 'policy.learn.learning_rate'"),
         (["polcy.nstep=3"], "unknown config key 'polcy' (did you mean 'policy'?)"),

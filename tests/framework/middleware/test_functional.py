@@ -32,7 +32,7 @@ def test_epsilon_schedules():
     assert exp(100) == pytest.approx(0.1 + 0.9 * math.exp(-1))
     lin = epsilon_schedule("linear", 1.0, 0.1, 100)
     assert lin(50) == pytest.approx(0.55) and lin(1000) == pytest.approx(0.1)
-    with pytest.raises(ValueError, match="policy.other.eps.type"):
+    with pytest.raises(ValueError, match=r"policy\.other\.eps\.type"):
         epsilon_schedule("cosine", 1, 0, 1)
 
 

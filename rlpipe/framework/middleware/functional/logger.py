@@ -42,7 +42,7 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
             returns = ctx.eval_output["episode_return"]
             writer.write("eval", ctx.env_step, {
                 "train_iter": ctx.train_iter,
-                "episodes": int(len(returns)),
+                "episodes": len(returns),
                 "return_mean": float(ctx.eval_value),
                 "return_std": float(np.std(returns)),
                 "episode_length_mean": float(np.mean(ctx.eval_output["episode_length"])),
