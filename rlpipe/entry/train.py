@@ -13,6 +13,7 @@ from rlpipe.entry.build import (
     seed_everything,
 )
 from rlpipe.entry.summary import RunSummary, summary_tracker
+from rlpipe.envs import VectorEnvManager
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, task
 from rlpipe.framework.middleware import (
@@ -29,6 +30,7 @@ from rlpipe.framework.middleware import (
     progress_bar,
     termination_checker,
 )
+from rlpipe.reward_model import HerRewardModel
 from rlpipe.utils.metrics import MetricsWriter
 
 
@@ -55,42 +57,60 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 
 
 def train(cfg: Config, run_dir: Path) -> RunSummary:
-    """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``."""
+    """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
+
+    Everything that can be checked (env id, model sizes, HER settings, the run directory) is
+    checked before the run directory is created.
+    """
     seed_everything(cfg.seed, cfg.run.torch_threads)
     collector_env, evaluator_env = make_envs(cfg)
-    cfg = fill_model_shapes(cfg, collector_env)
-    prepare_run_dir(run_dir)
-    dump_config(cfg, run_dir / "config.yaml")
-    policy = make_policy(cfg)
-    buffer = make_buffer(cfg)
-    writer = MetricsWriter(run_dir)
-    tracker = summary_tracker(cfg.env.stop_value)
-    her = cfg.policy.other.her
     try:
-        with task.start(ctx=OnlineRLContext()), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
-            task.use(eps_greedy_handler(cfg))
-            if her is None:
-                task.use(StepCollector(cfg, policy.collect_mode, collector_env, cfg.policy.random_collect_size))
-                if cfg.policy.nstep > 1:
-                    task.use(nstep_reward_enhancer(cfg))
-            else:
-                task.use(EpisodeCollector(cfg, policy.collect_mode, collector_env, cfg.policy.random_collect_size))
-            task.use(data_pusher(cfg, buffer))
-            if her is None:
-                task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
-            else:
-                task.use(HERLearner(cfg, policy.learn_mode, buffer, make_her_reward_model(cfg)))
-            task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env,
-                                           stop_on_solve=cfg.run.stop_on_solve))
-            task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
-            task.use(CkptSaver(policy, run_dir, train_freq=cfg.run.save_freq))
-            task.use(online_logger(writer, cfg.run.log_freq))
-            task.use(tracker)
-            task.use(show)
-            task.run()
+        cfg = fill_model_shapes(cfg, collector_env)
+        her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
+        prepare_run_dir(run_dir)
+        dump_config(cfg, run_dir / "config.yaml")
+        tracker = summary_tracker(cfg.env.stop_value)
+        writer = MetricsWriter(run_dir)
+        try:
+            _run_pipeline(cfg, run_dir, collector_env, evaluator_env, her_reward_model, writer, tracker)
+        finally:
+            writer.close()
+            tracker.summary.write(run_dir / "summary.json")
     finally:
-        writer.close()
         collector_env.close()
         evaluator_env.close()
-        tracker.summary.write(run_dir / "summary.json")
     return tracker.summary
+
+
+def _run_pipeline(
+    cfg: Config,
+    run_dir: Path,
+    collector_env: VectorEnvManager,
+    evaluator_env: VectorEnvManager,
+    her_reward_model: HerRewardModel | None,
+    writer: MetricsWriter,
+    tracker: summary_tracker,
+) -> None:
+    """Assemble the middleware (HER or plain transitions) and run until a stop condition."""
+    policy = make_policy(cfg)
+    buffer = make_buffer(cfg)
+    random_steps = cfg.policy.random_collect_size
+    with task.start(ctx=OnlineRLContext()), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
+        task.use(eps_greedy_handler(cfg))
+        if her_reward_model is None:
+            task.use(StepCollector(cfg, policy.collect_mode, collector_env, random_steps))
+            if cfg.policy.nstep > 1:
+                task.use(nstep_reward_enhancer(cfg))
+            task.use(data_pusher(cfg, buffer))
+            task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
+        else:
+            task.use(EpisodeCollector(cfg, policy.collect_mode, collector_env, random_steps))
+            task.use(data_pusher(cfg, buffer))
+            task.use(HERLearner(cfg, policy.learn_mode, buffer, her_reward_model))
+        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env, stop_on_solve=cfg.run.stop_on_solve))
+        task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
+        task.use(CkptSaver(policy, run_dir, train_freq=cfg.run.save_freq))
+        task.use(online_logger(writer, cfg.run.log_freq))
+        task.use(tracker)
+        task.use(show)
+        task.run()

@@ -144,3 +144,15 @@ def test_online_logger_writes_means_and_leaves_train_output_alone(tmp_path):
     assert records[0] == {"kind": "train", "env_step": 50, "train_iter": 2, "total_loss": 2.0}
     assert records[1]["kind"] == "eval" and records[1]["return_mean"] == 7.0 and records[1]["return_std"] == 1.0
     assert all(json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines())
+
+
+def test_progress_bar_shows_env_steps_eval_and_loss(capsys):
+    from rlpipe.framework.middleware import progress_bar
+
+    ctx = OnlineRLContext()
+    ctx.env_step, ctx.train_iter, ctx.last_eval_value = 40, 7, 12.5
+    ctx.train_output = [{"total_loss": 0.25}]
+    with progress_bar(100, enabled=True) as show:
+        show(ctx)
+    out = capsys.readouterr().out
+    assert "40/100" in out and "eval 12.5" in out and "loss 0.25" in out and "iter 7" in out
