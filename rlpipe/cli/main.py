@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<exp_name>-seed<seed>)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
+    resume = sub.add_parser("resume", help="continue a run from its latest checkpoint and saved buffer")
+    resume.add_argument("run_dir", type=Path)
+    resume.add_argument("overrides", nargs="*", help="dotted overrides, e.g. run.max_env_step=100000")
+    resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
     evaluate = sub.add_parser("eval", help="evaluate a trained run's best (or final) checkpoint")
     evaluate.add_argument("run_dir", type=Path)
     evaluate.add_argument("--episodes", type=int, default=None, help="episodes (default env.n_evaluator_episode)")
@@ -54,6 +59,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from rlpipe.entry.train import train
+
+    config_path = args.run_dir / "config.yaml"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{args.run_dir} is not a run directory (no config.yaml)")
+    overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
+    summary = train(load_config(config_path, overrides), args.run_dir, resume=True)
+    print(json.dumps({"run_dir": str(args.run_dir), **summary.__dict__}))
+    return 0
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from rlpipe.entry.evaluate import evaluate_run
 
@@ -76,7 +93,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"train": _cmd_train, "eval": _cmd_eval, "presets": _cmd_presets, "plot": _cmd_plot}
+COMMANDS = {"train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "plot": _cmd_plot}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,14 +24,19 @@ class RunSummary:
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2) + "\n")
 
+    @classmethod
+    def read(cls, path: Path) -> RunSummary:
+        """The summary an earlier (possibly interrupted) run wrote."""
+        return cls(**json.loads(path.read_text()))
+
 
 class summary_tracker:  # noqa: N801 - middleware are named like functions
     """Middleware keeping a :class:`RunSummary` up to date (reads counters and ``ctx.eval_value``)."""
 
-    def __init__(self, stop_value: float) -> None:
-        self.summary = RunSummary()
+    def __init__(self, stop_value: float, earlier: RunSummary | None = None) -> None:
+        self.summary = earlier if earlier is not None else RunSummary()
         self._stop_value = stop_value
-        self._start = time.perf_counter()
+        self._start = time.perf_counter() - self.summary.wall_time_s  # a resumed run keeps counting
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.summary

@@ -1,7 +1,9 @@
 """``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rlpipe.config import Config, dump_config
 from rlpipe.entry.build import (
@@ -17,6 +19,7 @@ from rlpipe.envs import VectorEnvManager
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, task
 from rlpipe.framework.middleware import (
+    BUFFER_FILE,
     CkptSaver,
     EpisodeCollector,
     HERLearner,
@@ -25,12 +28,15 @@ from rlpipe.framework.middleware import (
     data_pusher,
     eps_greedy_handler,
     interaction_evaluator,
+    latest_checkpoint,
     nstep_reward_enhancer,
     online_logger,
     progress_bar,
+    restore_checkpoint,
     termination_checker,
 )
 from rlpipe.reward_model import HerRewardModel
+from rlpipe.utils.checkpoint import load_checkpoint
 from rlpipe.utils.metrics import MetricsWriter
 
 
@@ -46,6 +52,33 @@ def prepare_run_dir(run_dir: Path) -> Path:
     return run_dir
 
 
+@dataclass
+class ResumePoint:
+    """Where an earlier run in a run directory stopped: its latest checkpoint, buffer and summary."""
+
+    checkpoint: dict[str, Any]
+    buffer_file: Path
+    summary: RunSummary
+
+    @classmethod
+    def find(cls, run_dir: Path) -> ResumePoint:
+        """Read the resume point of ``run_dir``; one-line errors when something is missing."""
+        if not (run_dir / "config.yaml").is_file():
+            raise RunDirError(f"{run_dir} is not a run directory (no config.yaml): nothing to resume")
+        checkpoint = load_checkpoint(latest_checkpoint(run_dir), required=("policy", "counters", "torch_rng"))
+        buffer_file = run_dir / "ckpt" / BUFFER_FILE
+        if not buffer_file.is_file():
+            raise RunDirError(f"{buffer_file} is missing: the run cannot be resumed with its replay buffer")
+        summary_file = run_dir / "summary.json"
+        summary = RunSummary.read(summary_file) if summary_file.is_file() else RunSummary()
+        return cls(checkpoint, buffer_file, summary)
+
+    def restore(self, policy: Any, buffer: Any, ctx: OnlineRLContext) -> None:
+        """Load policy, counters, RNG and replay buffer."""
+        restore_checkpoint(self.checkpoint, policy, ctx)
+        buffer.load_data(str(self.buffer_file))
+
+
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
     """``runs/<exp_name>-seed<seed>``, with ``-2``, ``-3``, ... when taken."""
     base = root / f"{cfg.exp_name}-seed{cfg.seed}"
@@ -56,23 +89,26 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
     return candidate
 
 
-def train(cfg: Config, run_dir: Path) -> RunSummary:
+def train(cfg: Config, run_dir: Path, resume: bool = False) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
 
     Everything that can be checked (env id, model sizes, HER settings, the run directory) is
-    checked before the run directory is created.
+    checked before the run directory is created. With ``resume``, ``run_dir`` holds an earlier
+    run of this config: training continues from its latest checkpoint and saved buffer.
     """
     seed_everything(cfg.seed, cfg.run.torch_threads)
     collector_env, evaluator_env = make_envs(cfg)
     try:
         cfg = fill_model_shapes(cfg, collector_env)
         her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
-        prepare_run_dir(run_dir)
+        earlier = ResumePoint.find(run_dir) if resume else None
+        if earlier is None:
+            prepare_run_dir(run_dir)
         dump_config(cfg, run_dir / "config.yaml")
-        tracker = summary_tracker(cfg.env.stop_value)
+        tracker = summary_tracker(cfg.env.stop_value, earlier.summary if earlier else None)
         writer = MetricsWriter(run_dir)
         try:
-            _run_pipeline(cfg, run_dir, collector_env, evaluator_env, her_reward_model, writer, tracker)
+            _run_pipeline(cfg, run_dir, collector_env, evaluator_env, her_reward_model, writer, tracker, earlier)
         finally:
             writer.close()
             tracker.summary.write(run_dir / "summary.json")
@@ -90,12 +126,17 @@ def _run_pipeline(
     her_reward_model: HerRewardModel | None,
     writer: MetricsWriter,
     tracker: summary_tracker,
+    earlier: ResumePoint | None,
 ) -> None:
     """Assemble the middleware (HER or plain transitions) and run until a stop condition."""
     policy = make_policy(cfg)
     buffer = make_buffer(cfg)
+    ctx = OnlineRLContext()
+    if earlier is not None:
+        earlier.restore(policy, buffer, ctx)
+        collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     random_steps = cfg.policy.random_collect_size
-    with task.start(ctx=OnlineRLContext()), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
+    with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         task.use(eps_greedy_handler(cfg))
         if her_reward_model is None:
             task.use(StepCollector(cfg, policy.collect_mode, collector_env, random_steps))
@@ -109,7 +150,7 @@ def _run_pipeline(
             task.use(HERLearner(cfg, policy.learn_mode, buffer, her_reward_model))
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env, stop_on_solve=cfg.run.stop_on_solve))
         task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
-        task.use(CkptSaver(policy, run_dir, train_freq=cfg.run.save_freq))
+        task.use(CkptSaver(policy, run_dir, train_freq=cfg.run.save_freq, buffer_=buffer))
         task.use(online_logger(writer, cfg.run.log_freq))
         task.use(tracker)
         task.use(show)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlpipe.cli.main import main
+from rlpipe.data import DequeBuffer
 
 TINY = ["run.max_env_step=400", "run.progress=false", "policy.collect.n_sample=40",
         "policy.learn.update_per_collect=2", "policy.learn.batch_size=16",
@@ -95,3 +96,25 @@ def test_console_script_is_installed():
     script = Path(sys.executable).parent / "rlpipe"
     out = subprocess.run([str(script), "presets"], capture_output=True, text=True, check=True)
     assert "cartpole-dqn" in out.stdout
+
+
+def test_resume_continues_counters_buffer_and_metrics(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main(["train", "cartpole-dqn", *TINY, "--run-dir", str(run_dir)]) == 0
+    first = json.loads((run_dir / "summary.json").read_text())
+    records_before = len((run_dir / "metrics.jsonl").read_text().splitlines())
+    assert (run_dir / "ckpt" / "buffer.npz").is_file()
+    assert main(["resume", str(run_dir), "run.max_env_step=800", "run.progress=false"]) == 0
+    second = json.loads((run_dir / "summary.json").read_text())
+    assert second["env_step"] >= 800 and second["train_iter"] > first["train_iter"]
+    assert second["wall_time_s"] > first["wall_time_s"]
+    # the buffer saved at the end holds the transitions of both runs, less those the 3-step
+    # accumulator still held when each run stopped (at most 2 steps of 8 envs per run)
+    buffer = DequeBuffer(size=20000)
+    buffer.load_data(str(run_dir / "ckpt" / "buffer.npz"))
+    assert second["env_step"] - 2 * 2 * 8 <= buffer.count() <= second["env_step"]
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) > records_before
+
+
+def test_resume_without_a_run_fails_in_one_line(capsys, tmp_path):
+    assert "not a run directory" in one_line_error(capsys, ["resume", str(tmp_path)])

@@ -1,8 +1,20 @@
 """Middleware: collectors, learners, evaluator, checkpoints, logging (seed-compatible names)."""
-from rlpipe.framework.middleware.ckpt_handler import CkptSaver
+from rlpipe.framework.middleware.ckpt_handler import (
+    BUFFER_FILE,
+    CkptSaver,
+    checkpoint_state,
+    latest_checkpoint,
+    restore_checkpoint,
+)
 from rlpipe.framework.middleware.collector import EpisodeCollector, StepCollector
 from rlpipe.framework.middleware.functional import *  # noqa: F403 - re-export the functional middleware
 from rlpipe.framework.middleware.functional import __all__ as _functional_all
 from rlpipe.framework.middleware.learner import HERLearner, OffPolicyLearner
 
-__all__ = ["CkptSaver", "EpisodeCollector", "HERLearner", "OffPolicyLearner", "StepCollector", *_functional_all]
+__all__ = [
+    "BUFFER_FILE",
+    "CkptSaver",
+    "checkpoint_state",
+    "latest_checkpoint",
+    "restore_checkpoint",
+    "EpisodeCollector", "HERLearner", "OffPolicyLearner", "StepCollector", *_functional_all]
