@@ -32,3 +32,29 @@ def test_saves_periodically_on_best_eval_and_at_finish(tmp_path):
     final = load_checkpoint(ckpt / "final.pth.tar")
     assert final["counters"]["env_step"] == 99
     assert torch.equal(final["policy"]["net"]["weight"], policy.net.weight)
+
+
+def test_best_of_an_earlier_run_in_the_same_directory_is_kept(tmp_path):
+    policy = TinyPolicy()
+    ctx = OnlineRLContext()
+    ctx.train_iter, ctx.eval_value, ctx.last_eval_value = 1, 5.0, 5.0
+    CkptSaver(policy, tmp_path)(ctx)
+    later = CkptSaver(policy, tmp_path)  # e.g. a resumed run
+    ctx.train_iter, ctx.eval_value, ctx.last_eval_value = 2, 3.0, 3.0
+    later(ctx)
+    assert load_checkpoint(tmp_path / "ckpt" / "eval.pth.tar")["counters"]["train_iter"] == 1
+
+
+def test_checkpoint_restores_counters_and_torch_rng(tmp_path):
+    from rlpipe.framework.middleware import checkpoint_state, restore_checkpoint
+
+    policy = TinyPolicy()
+    policy.load_state_dict = lambda state: policy.net.load_state_dict(state["net"])
+    ctx = OnlineRLContext()
+    ctx.env_step, ctx.train_iter = 123, 45
+    state = checkpoint_state(policy, ctx)
+    expected = torch.rand(3)  # advances the generator past the saved state
+    fresh = OnlineRLContext()
+    restore_checkpoint(state, policy, fresh)
+    assert (fresh.env_step, fresh.train_iter) == (123, 45)
+    assert torch.equal(torch.rand(3), expected)
