@@ -7,7 +7,7 @@ import torch
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
-from rlpipe.envs import FlattenGoalObservation, VectorEnvManager, env_factory
+from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DQNPolicy
 from rlpipe.reward_model import HerRewardModel
@@ -84,10 +84,10 @@ def make_her_reward_model(cfg: Config) -> HerRewardModel:
         raise ConfigError("config key 'policy.other.her' must be set to use hindsight experience replay")
     probe = make_env_factory(cfg)()
     try:
-        if isinstance(probe, FlattenGoalObservation):
-            layout = probe.layout
-            return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
-                                  goal_reward_func=layout.reward, terminal_on_success=False)
-        return HerRewardModel(her)
+        layout = find_goal_layout(probe)
     finally:
         probe.close()
+    if layout is None:
+        return HerRewardModel(her)
+    return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
+                          goal_reward_func=layout.reward, terminal_on_success=False)

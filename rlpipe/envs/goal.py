@@ -32,7 +32,7 @@ from gymnasium import spaces
 
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
-__all__ = ["GOAL_KEYS", "FlattenGoalObservation", "GoalLayout"]
+__all__ = ["GOAL_KEYS", "FlattenGoalObservation", "GoalLayout", "find_goal_layout"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +134,12 @@ class FlattenGoalObservation(gym.ObservationWrapper[np.ndarray, Any, Any]):
 
     def observation(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
         return self.layout.flatten(observation)
+
+
+def find_goal_layout(env: gym.Env[Any, Any]) -> GoalLayout | None:
+    """The :class:`GoalLayout` of the :class:`FlattenGoalObservation` in ``env``'s wrapper stack, if any."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, FlattenGoalObservation):
+            return env.layout
+        env = env.env
+    return None

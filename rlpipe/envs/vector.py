@@ -16,6 +16,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlpipe.config.loader import ConfigError
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
+from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
 
 EnvFactory = Callable[[], gym.Env]
@@ -31,7 +32,8 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
                 ) -> EnvFactory:
     """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
 
-    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`.
+    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`;
+    every environment is recreated when it crashes (:class:`RecreateOnError`).
     """
     register_envs()
     if env_id not in gym.registry:
@@ -44,11 +46,14 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
     if max_episode_steps is not None:
         kwargs["max_episode_steps"] = max_episode_steps
 
-    def make() -> gym.Env:
+    def make_one() -> gym.Env:
         env = gym.make(env_id, **kwargs)
         if is_goal_env(env):
             return FlattenGoalObservation(env)
         return env
+
+    def make() -> gym.Env:
+        return RecreateOnError(make_one)
 
     return make
 

@@ -1,0 +1,59 @@
+"""Keep collecting when an environment crashes.
+
+:class:`RecreateOnError` wraps one environment. When its ``step`` raises, the broken
+instance is dropped, a new one is made from the same factory, and the step is reported as
+the end of a *truncated* episode (reward 0, ``next_obs`` = the last good observation), so
+the transitions collected so far stay valid and none is silently lost. The next ``reset``
+(the vector env's auto-reset) starts an episode in the new instance.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+logger = logging.getLogger(__name__)
+
+
+class RecreateOnError(gym.Wrapper):
+    """Recreate the wrapped environment when ``step`` raises; end that episode as truncated."""
+
+    def __init__(self, make_env: Callable[[], gym.Env], max_consecutive_errors: int = 3) -> None:
+        super().__init__(make_env())
+        self._make_env = make_env
+        self._max_consecutive_errors = max_consecutive_errors
+        self._consecutive_errors = 0
+        self._last_obs: Any = None
+        self.recreated = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._last_obs = obs
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as err:  # an env may raise anything; the run must go on
+            return self._recover(err)
+        self._consecutive_errors = 0
+        self._last_obs = obs
+        return obs, reward, terminated, truncated, info
+
+    def _recover(self, err: Exception) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        self._consecutive_errors += 1
+        if self._consecutive_errors > self._max_consecutive_errors:
+            raise RuntimeError(
+                f"environment {self.env.spec.id if self.env.spec else self.env} failed "
+                f"{self._consecutive_errors} times in a row (last error: {err!r})"
+            ) from err
+        logger.warning("environment step raised %r: recreating it and truncating the episode", err)
+        try:
+            self.env.close()
+        except Exception:  # closing a broken env may fail too; it is dropped either way
+            logger.debug("closing the broken environment failed", exc_info=True)
+        self.env = self._make_env()
+        self.recreated += 1
+        return self._last_obs, 0.0, False, True, {"env_error": repr(err)}
