@@ -35,12 +35,12 @@ class RecreateOnError(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         try:
-            obs, reward, terminated, truncated, info = self.env.step(action)
+            result = self.env.step(action)
         except Exception as err:  # an env may raise anything; the run must go on
             return self._recover(err)
         self._consecutive_errors = 0
-        self._last_obs = obs
-        return obs, reward, terminated, truncated, info
+        self._last_obs = result[0]
+        return result
 
     def _recover(self, err: Exception) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         self._consecutive_errors += 1
