@@ -9,7 +9,11 @@ terminated/truncated bool: 46 raw bytes). Measured, each in this process:
 - ``--prio-rounds`` prioritized sample(256) + priority update(256) rounds;
 - peak traced memory (tracemalloc) per stored transition while filling a buffer.
 
-Sampling and priority rates are the best of 5 equal parts (the least disturbed by noise).
+Sampling and priority rates are the best of 5 equal parts (the least disturbed by noise);
+the priority rounds of rlpipe and Tianshou run interleaved, part by part, so that load on a
+shared machine hits both alike. Both priority rounds do the same work: draw 256 items in
+proportion to priority^alpha, gather their fields, compute their importance-sampling
+weights (returned with the batch), and write 256 new priorities.
 
 Baselines: a plain numpy ring (the floor: no API, no checks), and when importable (the
 ``bench`` extra) Stable-Baselines3's ``ReplayBuffer`` and Tianshou's ``ReplayBuffer`` /
@@ -97,6 +101,16 @@ def best_rate(n_items: int, fn: Callable[[int], Any], repeats: int = 5) -> float
     return max(rate(part, lambda: fn(part)) for _ in range(repeats))
 
 
+def best_rates(n_items: int, fns: dict[str, Callable[[int], Any]], repeats: int = 5) -> dict[str, float]:
+    """:func:`best_rate` of each of ``fns``, their parts interleaved (noise hits all alike)."""
+    part = max(1, n_items // repeats)
+    best = dict.fromkeys(fns, 0.0)
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            best[name] = max(best[name], rate(part, lambda fn=fn: fn(part)))
+    return best
+
+
 def peak_bytes(build: Callable[[], Any], n: int) -> float:
     """Peak traced bytes per stored transition while ``build`` fills a buffer of ``n``."""
     tracemalloc.start()
@@ -109,7 +123,7 @@ def peak_bytes(build: Callable[[], Any], n: int) -> float:
 
 
 # ---- rlpipe and floor -----------------------------------------------------------------------
-def bench_rlpipe(d: dict[str, np.ndarray], n: int, samples: int, rounds: int) -> dict[str, float]:
+def bench_rlpipe(d: dict[str, np.ndarray], n: int, samples: int) -> dict[str, float]:
     obs, nobs, act, rew, term, trunc = (d[k] for k in FIELDS)
     out = {}
     buf = DequeBuffer(n, seed=0)
@@ -129,19 +143,6 @@ def bench_rlpipe(d: dict[str, np.ndarray], n: int, samples: int, rounds: int) ->
     out["sample_replace"] = rate(
         samples, lambda: [buf.sample_batch(BATCH, replace=True) for _ in range(samples)]
     )
-    per_buf = DequeBuffer(n, seed=0)
-    per_buf.use(PriorityExperienceReplay(per_buf))
-    for s in range(0, n, 10_000):
-        per_buf.push_batch({k: v[s : s + 10_000] for k, v in d.items()})
-    rng = np.random.default_rng(1)
-    new_priority = rng.random((rounds, BATCH))
-
-    def prio(k: int) -> None:
-        for r in range(k):
-            batch = per_buf.sample_batch(BATCH)
-            per_buf.update_batch(batch.indices, {"priority": new_priority[r]})
-
-    out["prio"] = best_rate(rounds, prio)
 
     def fill() -> DequeBuffer:
         b = DequeBuffer(n)
@@ -151,6 +152,22 @@ def bench_rlpipe(d: dict[str, np.ndarray], n: int, samples: int, rounds: int) ->
 
     out["bytes"] = peak_bytes(fill, n)
     return out
+
+
+def rlpipe_prio_rounds(d: dict[str, np.ndarray], n: int, rounds: int) -> Callable[[int], None]:
+    """``k`` rounds of prioritized sample(256) + update(256) on a full buffer of ``n``."""
+    per_buf = DequeBuffer(n, seed=0)
+    per_buf.use(PriorityExperienceReplay(per_buf))
+    for s in range(0, n, 10_000):
+        per_buf.push_batch({k: v[s : s + 10_000] for k, v in d.items()})
+    new_priority = np.random.default_rng(1).random((rounds, BATCH))
+
+    def prio(k: int) -> None:
+        for r in range(k):
+            batch = per_buf.sample_batch(BATCH)  # batch.data carries the IS weights ("weight")
+            per_buf.update_batch(batch.indices, {"priority": new_priority[r]})
+
+    return prio
 
 
 def bench_floor(d: dict[str, np.ndarray], n: int, samples: int) -> dict[str, float]:
@@ -218,11 +235,9 @@ def bench_sb3(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> di
     return out
 
 
-def bench_tianshou(
-    d: dict[str, np.ndarray], n: int, push_n: int, samples: int, rounds: int
-) -> dict[str, float] | None:
+def bench_tianshou(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> dict[str, float] | None:
     try:
-        from tianshou.data import Batch, PrioritizedReplayBuffer, ReplayBuffer, VectorReplayBuffer
+        from tianshou.data import Batch, ReplayBuffer, VectorReplayBuffer
     except ImportError:
         return None
     obs, nobs, act, rew, term, trunc = (d[k] for k in FIELDS)
@@ -260,6 +275,17 @@ def bench_tianshou(
     done = term | trunc
     full = ReplayBuffer.from_data(obs, act, rew, term, trunc, done, nobs)
     out["sample"] = best_rate(samples, lambda k: [full.sample(BATCH) for _ in range(k)])
+    return out
+
+
+def tianshou_prio_rounds(d: dict[str, np.ndarray], n: int, rounds: int) -> Callable[[int], None] | None:
+    """The same rounds as :func:`rlpipe_prio_rounds` on Tianshou's PrioritizedReplayBuffer."""
+    try:
+        from tianshou.data import Batch, PrioritizedReplayBuffer
+    except ImportError:
+        return None
+    obs, nobs, act, rew, term, trunc = (d[k] for k in FIELDS)
+    done = term | trunc
     prb = PrioritizedReplayBuffer(n, alpha=0.6, beta=0.4)
     # filled the way ReplayBuffer.from_data fills a buffer, then given the initial priority
     prb.set_batch(
@@ -271,11 +297,10 @@ def bench_tianshou(
 
     def prio(k: int) -> None:
         for r in range(k):
-            _, index = prb.sample(BATCH)
+            _, index = prb.sample(BATCH)  # the batch carries the IS weights ("weight")
             prb.update_weight(index, new_priority[r])
 
-    out["prio"] = best_rate(rounds, prio)
-    return out
+    return prio
 
 
 def main() -> None:
@@ -291,11 +316,17 @@ def main() -> None:
     push_n = min(args.lib_push_n, args.n)
     data = cartpole(args.n)
     results = {
-        "rlpipe": bench_rlpipe(data, args.n, args.samples, args.prio_rounds),
+        "rlpipe": bench_rlpipe(data, args.n, args.samples),
         "numpy_floor": bench_floor(data, args.n, args.samples),
         "sb3": bench_sb3(data, args.n, push_n, args.samples),
-        "tianshou": bench_tianshou(data, args.n, push_n, args.samples, args.prio_rounds),
+        "tianshou": bench_tianshou(data, args.n, push_n, args.samples),
     }
+    prio_rounds = {"rlpipe": rlpipe_prio_rounds(data, args.n, args.prio_rounds)}
+    tianshou_prio = tianshou_prio_rounds(data, args.n, args.prio_rounds)
+    if tianshou_prio is not None:
+        prio_rounds["tianshou"] = tianshou_prio
+    for name, prio_rate in best_rates(args.prio_rounds, prio_rounds).items():
+        results[name]["prio"] = prio_rate  # type: ignore[index]
     print(
         f"{'':12s} {'push 1/s':>12s} {'push 8/s':>12s} {'batches/s':>10s} {'prio r/s':>10s} {'B/trans':>8s}"
     )

@@ -24,7 +24,7 @@ def batch_length(batch: Mapping[str, Any], name: str = "batch") -> int:
         raise ValueError(f"{name} must be a non-empty mapping of field name to array")
     length = None
     for key, value in batch.items():
-        shape = np.shape(value)
+        shape = value.shape if isinstance(value, np.ndarray) else np.shape(value)
         if not shape:
             raise ValueError(f"{name} field '{key}' has no batch dimension (shape ())")
         if length is None:
@@ -281,9 +281,10 @@ class DequeBuffer(Buffer):
     ) -> SampledBatch:
         st = self.storage
         if indices is not None:
-            ids = np.asarray(indices, dtype=np.int64)
+            ids = np.array(indices, dtype=np.int64)  # a copy: the batch must not alias the caller's
             slots = self._slots_of(ids.reshape(-1), skip_missing=False).reshape(ids.shape)
-        elif unroll_len is not None:
+            return SampledBatch(self._gather(slots), ids)
+        if unroll_len is not None:
             slots = self._runs(size, groupby, unroll_len, replace, False, sample_range)
         elif groupby is not None:
             raise ValueError(
@@ -296,11 +297,14 @@ class DequeBuffer(Buffer):
         else:
             check_size(size, st.count, replace, False)
             slots = st.random_slots(self.rng, size, replace)
-        flat = slots.reshape(-1)
-        data = st.data.gather(flat)
+        return SampledBatch(self._gather(slots), st.ids[slots])
+
+    def _gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+        """The data fields at ``slots`` (any shape), each shaped [*slots.shape, ...]."""
+        data = self.storage.data.gather(slots.reshape(-1))
         if slots.ndim > 1:
             data = {key: value.reshape(*slots.shape, *value.shape[1:]) for key, value in data.items()}
-        return SampledBatch(data, st.ids[slots])
+        return data
 
     # ---- update / delete / clear -----------------------------------------------------
     def update(self, index: int, data: Any = None, meta: dict[str, Any] | None = None) -> bool:
@@ -335,7 +339,10 @@ class DequeBuffer(Buffer):
         st = self.storage
         slots, exists = st.locate(indices)
         if meta and exists.any():
-            st.meta.write_rows(slots[exists], meta, exists, replace=False)
+            if exists.all():  # the usual case: no rows to leave out, so no masked copies
+                st.meta.write_rows(slots, meta, slice(None), replace=False)
+            else:
+                st.meta.write_rows(slots[exists], meta, exists, replace=False)
             st.version += 1
         return exists
 

@@ -18,6 +18,13 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from rlpipe.data.buffer import _storage_kernels as _kernels
+except ImportError:
+    _kernels = None  # type: ignore[assignment]
+
+BACKENDS = ("numpy", "numba")
+DEFAULT_BACKEND = "numba" if _kernels is not None else "numpy"
 _NUMERIC_KINDS = frozenset("biufc")
 OPAQUE = "__item__"
 """Field name under which data that is not a dict of fields is kept."""
@@ -30,6 +37,13 @@ def _numeric(value: Any) -> np.ndarray | None:
     if isinstance(value, (bool, int, float, np.bool_, np.number)):
         return np.asarray(value)
     return None
+
+
+def _slot_list(slots: np.ndarray | slice, capacity: int) -> list[int]:
+    """``slots`` (an array or a slice of the ring) as a list of ints."""
+    if isinstance(slots, slice):
+        return list(range(capacity)[slots])
+    return slots.tolist()
 
 
 class Table:
@@ -55,25 +69,27 @@ class Table:
             self._mark(slot, row.keys())
 
     def write_rows(
-        self, slots: np.ndarray, batch: Mapping[str, Any], rows: slice | np.ndarray, replace: bool = True
+        self,
+        slots: np.ndarray | slice,
+        batch: Mapping[str, Any],
+        rows: slice | np.ndarray,
+        replace: bool = True,
     ) -> None:
         """Store rows ``rows`` of a columnar batch at ``slots`` (one slot per selected row)."""
+        count = len(slots) if isinstance(slots, np.ndarray) else len(range(self.capacity)[slots])
+        # ``rows`` selecting every row (the usual push) needs no view per field
+        every_row = isinstance(rows, slice) and rows in (slice(None), slice(0, count))
         for key, value in batch.items():
-            arr = np.asarray(value)[rows]
-            if arr.shape[0] != len(slots):
-                raise ValueError(f"field '{key}' has {arr.shape[0]} rows, expected {len(slots)}")
+            arr = np.asarray(value)
+            if not (every_row and len(arr) == count):
+                arr = arr[rows]
+            if arr.shape[0] != count:
+                raise ValueError(f"field '{key}' has {arr.shape[0]} rows, expected {count}")
             col = self.columns.get(key)
-            kind_ok = arr.dtype.kind in _NUMERIC_KINDS
-            if col is None:
-                col = self._new_column(key, arr[0] if kind_ok else None)
-            elif col.dtype != object and (
-                not kind_ok
-                or arr.shape[1:] != col.shape[1:]
-                or not np.can_cast(arr.dtype, col.dtype, "same_kind")
-            ):
-                col = self._to_object(key)
+            if col is None or not (arr.dtype == col.dtype and arr.shape[1:] == col.shape[1:]):
+                col = self._column_for(key, arr)  # first write, or a value of another dtype/shape
             if col.dtype == object:
-                for slot, value_row in zip(slots.tolist(), arr, strict=True):
+                for slot, value_row in zip(_slot_list(slots, self.capacity), arr, strict=True):
                     col[slot] = value_row.copy() if isinstance(value_row, np.ndarray) else value_row
             else:
                 col[slots] = arr
@@ -83,9 +99,37 @@ class Table:
         if replace:
             self._mark(slots, batch.keys())
 
-    def _put(self, key: str, slot: int, value: Any) -> None:
-        arr = _numeric(value)
+    def _column_for(self, key: str, arr: np.ndarray) -> np.ndarray:
+        """The column that can hold ``arr``'s rows: new, the existing one, or it turned object."""
         col = self.columns.get(key)
+        kind_ok = arr.dtype.kind in _NUMERIC_KINDS
+        if col is None:
+            return self._new_column(key, arr[0] if kind_ok else None)
+        if col.dtype != object and (
+            not kind_ok or arr.shape[1:] != col.shape[1:] or not np.can_cast(arr.dtype, col.dtype, "same_kind")
+        ):
+            return self._to_object(key)
+        return col
+
+    def _put(self, key: str, slot: int, value: Any) -> None:
+        col = self.columns.get(key)
+        if (
+            isinstance(value, (np.ndarray, np.generic))
+            and col is not None
+            and value.dtype == col.dtype
+            and value.shape == col.shape[1:]
+            and col.dtype != object
+        ):  # fast path (one env step's field): nothing to convert or check
+            col[slot] = value
+        else:
+            self._put_converted(key, slot, value, col)
+        mask = self.present.get(key)
+        if mask is not None:
+            mask[slot] = True
+
+    def _put_converted(self, key: str, slot: int, value: Any, col: np.ndarray | None) -> None:
+        """Store ``value`` after finding (or making) a column that can hold it."""
+        arr = _numeric(value)
         if col is None:
             col = self._new_column(key, arr)
         elif col.dtype != object and (
@@ -96,11 +140,8 @@ class Table:
             col[slot] = value.copy() if isinstance(value, np.ndarray) else value
         else:
             col[slot] = arr
-        mask = self.present.get(key)
-        if mask is not None:
-            mask[slot] = True
 
-    def _mark(self, slots: int | np.ndarray, keys: Collection[str]) -> None:
+    def _mark(self, slots: int | np.ndarray | slice, keys: Collection[str]) -> None:
         """Record which columns the rows just written at ``slots`` (with fields ``keys``) lack."""
         self.written = True
         if len(keys) == len(self.columns):  # every column was just written
@@ -181,9 +222,16 @@ class Table:
 
 
 class RingStorage:
-    """Ring of ``capacity`` slots holding data and meta tables, shared by a buffer and its views."""
+    """Ring of ``capacity`` slots holding data and meta tables, shared by a buffer and its views.
 
-    def __init__(self, capacity: int) -> None:
+    ``backend`` ("numba" when installed, else "numpy") picks how ids are looked up.
+    """
+
+    def __init__(self, capacity: int, backend: str | None = None) -> None:
+        backend = backend or DEFAULT_BACKEND
+        if backend not in BACKENDS or (backend == "numba" and _kernels is None):
+            raise ValueError(f"RingStorage backend {backend!r} is not available (have: {DEFAULT_BACKEND})")
+        self.backend = backend
         self.capacity = int(capacity)
         self.data = Table(self.capacity)
         self.meta = Table(self.capacity)
@@ -200,19 +248,29 @@ class RingStorage:
         """Reserve the next id and its slot (overwriting the oldest item when full)."""
         new_id = self.next_id
         slot = (new_id - self.base) % self.capacity
-        if self.ids[slot] < 0:
+        if new_id - self.base < self.capacity or self.ids[slot] < 0:  # a slot never or no longer used
             self.count += 1
         self.ids[slot] = new_id
         self.next_id += 1
         self.version += 1
         return new_id, slot
 
-    def alloc(self, n: int) -> tuple[np.ndarray, np.ndarray, slice]:
-        """Reserve ``n`` ids; returns them, the slots of the rows that stay, and those rows."""
+    def alloc(self, n: int) -> tuple[np.ndarray, np.ndarray | slice, slice]:
+        """Reserve ``n`` ids; returns them, the slots of the rows that stay, and those rows.
+
+        The slots are a slice when they do not wrap around the ring's end: writing a
+        column slice costs less than scattering to an index array (a small batch's
+        push is mostly such per-call costs).
+        """
         new_ids = np.arange(self.next_id, self.next_id + n, dtype=np.int64)
         kept = slice(max(0, n - self.capacity), n)
-        slots = (new_ids[kept] - self.base) % self.capacity
-        self.count += int(np.count_nonzero(self.ids[slots] < 0))
+        first = (self.next_id + kept.start - self.base) % self.capacity
+        stop = first + kept.stop - kept.start
+        slots = slice(first, stop) if stop <= self.capacity else (new_ids[kept] - self.base) % self.capacity
+        if self.next_id + n - self.base <= self.capacity:  # still filling: every slot is new
+            self.count += n
+        else:
+            self.count += int(np.count_nonzero(self.ids[slots] < 0))
         self.ids[slots] = new_ids[kept]
         self.next_id += n
         self.version += 1
@@ -225,8 +283,15 @@ class RingStorage:
     def locate(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Slots of ``ids`` and whether each id still names a stored item."""
         ids = np.asarray(ids, dtype=np.int64)
-        slots = (ids - self.base) % self.capacity
-        return slots, (ids >= self.base) & (self.ids[slots] == ids)
+        if self.backend == "numba" and ids.ndim == 1:
+            slots, exists = np.empty(len(ids), dtype=np.int64), np.empty(len(ids), dtype=bool)
+            _kernels.locate(self.ids, self.base, ids, slots, exists)
+            return slots, exists
+        slots = ids - self.base
+        slots %= self.capacity
+        exists = self.ids[slots] == ids
+        exists &= ids >= self.base  # an id below base (e.g. -1) could match an empty slot's -1
+        return slots, exists
 
     def slot_of(self, index: int) -> int | None:
         """Slot of one id, or None when the id matches no stored item."""

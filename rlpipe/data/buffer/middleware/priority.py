@@ -62,26 +62,27 @@ class PriorityExperienceReplay(BufferMiddleware):
     def _set_priority(self, ids: np.ndarray, priority: Any, exists: np.ndarray | None = None) -> None:
         """Set the tree leaves of ``ids`` (``exists``: which still exist, if already known)."""
         priority = np.asarray(priority, dtype=np.float64).reshape(-1)
-        if not np.all(priority >= 0):  # also rejects NaN
+        if not priority.min(initial=0.0) >= 0:  # also rejects NaN
             raise ValueError("priorities must be finite and >= 0")
         if exists is None:
             slots, exists = self.buffer.storage.locate(ids)
         else:
             slots = self.buffer.storage.slots(ids)
-        if exists.any():
-            kept = priority[exists]
-            self.tree.update(slots[exists], (kept + PRIORITY_EPS) ** self.alpha)
-            self.max_priority = max(self.max_priority, float(kept.max()))
+        if not exists.all():  # the common case, every item still stored, needs no copies
+            slots, priority = slots[exists], priority[exists]
+        if len(priority):
+            self.tree.update(slots, (priority + PRIORITY_EPS) ** self.alpha)
+            self.max_priority = max(self.max_priority, float(priority.max()))
 
-    def _draw(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``n`` indices by stratified priority search, and their IS weights (float32)."""
-        total = self.tree.total
-        targets = (np.arange(n) + self.buffer.rng.random(n)) * (total / max(n, 1))
-        slots = self.tree.find(np.minimum(targets, np.nextafter(total, 0)))
+    def _draw(self, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``n`` indices by stratified priority search, and their IS weights (float32, if kept)."""
+        slots, leaf = self.tree.stratified(self.buffer.rng.random(n))
+        weights = None
         if self.IS_weight:
-            weights = ((self.tree.leaves(slots) / self.tree.min) ** -self.beta).astype(np.float32)
-        else:
-            weights = np.ones(n, dtype=np.float32)
+            # w = (p^alpha / min p^alpha)^-beta, in place: this runs once per training step
+            leaf /= self.tree.min
+            leaf **= -self.beta
+            weights = leaf.astype(np.float32)
         self.sample_calls += 1
         return self.buffer.storage.ids[slots], weights
 
@@ -115,18 +116,19 @@ class PriorityExperienceReplay(BufferMiddleware):
         )
         ids, weights = self._draw(n)
         items = chain(**{**kwargs, "size": None, "indices": ids})
-        if self.IS_weight:
+        if weights is not None:
             for item, weight in zip(items, weights.tolist(), strict=True):
                 item.meta["priority_IS"] = weight
         return items
 
     def sample_batch(self, chain: Chain, **kwargs: Any) -> SampledBatch:
-        if any(kwargs.get(key) is not None for key in ("indices", "unroll_len", "sample_range")):
+        get = kwargs.get
+        if get("indices") is not None or get("unroll_len") is not None or get("sample_range") is not None:
             return chain(**kwargs)
         check_size(kwargs["size"], self.buffer.count(), kwargs.get("replace", False), False)
         ids, weights = self._draw(kwargs["size"])
         batch = chain(**{**kwargs, "indices": ids})
-        if self.IS_weight:
+        if weights is not None:
             batch.data["weight"] = weights
         return batch
 

@@ -8,8 +8,15 @@ node ``i`` of level ``L`` is node ``8 i + c`` of level ``L + 1``.
 Batch update and batch prefix search walk the tree level by level with numpy operations
 on the whole batch: O(batch * log n) work, O(log n) numpy calls, no Python loop per item.
 Parents are recomputed from their children (never updated by deltas), so no rounding drift.
+A level with no more nodes than the batch has leaves (the top few) is recomputed whole:
+cheaper than recomputing its few nodes once per updated leaf.
 When numba is installed (it comes with the ``bench`` extra) the same level-by-level walks
 run as compiled loops, which skip numpy's per-call overhead and temporary arrays.
+
+The min tree covers the inner levels only: the minimum over a group of 8 leaves is taken
+from the leaves themselves, so a leaf update touches one leaf array, not two.
+:meth:`SumTree.stratified` is prioritized replay's draw (stratified search and the drawn
+leaves' values) in one pass: with numba, one compiled call per training step.
 """
 
 from __future__ import annotations
@@ -23,66 +30,16 @@ BRANCH = 8
 BACKENDS = ("numpy", "numba")
 
 
-def _compile_kernels() -> dict[str, Callable[..., Any]] | None:
+def _load_kernels() -> dict[str, Callable[..., Any]] | None:
     """The compiled update and search loops, or None without numba."""
     try:
-        import numba
+        from rlpipe.data.buffer.middleware import _sum_tree_kernels as kernels
     except ImportError:
         return None
-
-    @numba.njit(cache=True)
-    def update(sums, mins, offsets, positions, values):  # pragma: no cover - compiled
-        track_min = mins.shape[0] > 0
-        depth = offsets.shape[0] - 1
-        nodes = positions.copy()
-        for j in range(nodes.shape[0]):
-            sums[offsets[depth] + nodes[j]] = values[j]
-            if track_min:
-                mins[offsets[depth] + nodes[j]] = values[j] if values[j] > 0 else np.inf
-        for level in range(depth - 1, -1, -1):
-            first_child = offsets[level + 1]
-            for j in range(nodes.shape[0]):
-                node = nodes[j] // 8
-                nodes[j] = node
-                c = first_child + 8 * node
-                # the same association as _sum8, so both backends agree bit for bit
-                sums[offsets[level] + node] = ((sums[c] + sums[c + 1]) + (sums[c + 2] + sums[c + 3])) + (
-                    (sums[c + 4] + sums[c + 5]) + (sums[c + 6] + sums[c + 7])
-                )
-                if track_min:
-                    low = mins[c]
-                    for k in range(1, 8):
-                        low = min(low, mins[c + k])
-                    mins[offsets[level] + node] = low
-
-    @numba.njit(cache=True)
-    def find(sums, offsets, targets, out):  # pragma: no cover - compiled
-        depth = offsets.shape[0] - 1
-        values = targets.copy()
-        out[:] = 0
-        for level in range(depth):
-            first_child = offsets[level + 1]
-            for j in range(values.shape[0]):
-                child = first_child + 8 * out[j]
-                chosen = -1
-                last_positive = 0
-                for c in range(8):
-                    weight = sums[child + c]
-                    if weight > 0:
-                        last_positive = c
-                        if chosen < 0 and values[j] < weight:
-                            chosen = c
-                        elif chosen < 0:
-                            values[j] -= weight
-                if chosen < 0:  # rounding pushed the target past the end: take the last non-empty
-                    chosen = last_positive
-                    values[j] += sums[child + chosen]
-                out[j] = 8 * out[j] + chosen
-
-    return {"update": update, "find": find}
+    return {"update": kernels.update, "find": kernels.find, "stratified": kernels.stratified}
 
 
-_KERNELS = _compile_kernels()
+_KERNELS = _load_kernels()
 DEFAULT_BACKEND = "numba" if _KERNELS is not None else "numpy"
 
 
@@ -102,7 +59,7 @@ class SumTree:
         self.backend = backend
         self._kernels = _KERNELS if backend == "numba" else None
         self.capacity = int(capacity)
-        self.depth = 0
+        self.depth = 1  # at least one inner level: the root is never a leaf
         while BRANCH**self.depth < self.capacity:
             self.depth += 1
         sizes = [BRANCH**level for level in range(self.depth + 1)]
@@ -110,14 +67,25 @@ class SumTree:
         for level in range(1, self.depth + 1):
             starts[level + 1] = starts[level] + sizes[level]
         self.offsets = np.array(starts[: self.depth + 1], dtype=np.int64)
-        length = int(self.offsets[-1]) + sizes[-1]
-        self.sums = np.zeros(length, dtype=np.float64)
-        self.mins = np.full(length, np.inf) if track_min else None
+        self.sums = np.zeros(int(self.offsets[-1]) + sizes[-1], dtype=np.float64)
+        self.mins = np.full(int(self.offsets[-1]), np.inf) if track_min else None
 
     def _level(self, array: np.ndarray, level: int) -> np.ndarray:
         """The nodes of ``level`` grouped by parent: shape [nodes of level - 1, 8]."""
         start = int(self.offsets[level])
         return array[start : start + BRANCH**level].reshape(-1, BRANCH)
+
+    def _recompute(self, level: int, nodes: np.ndarray | slice) -> None:
+        """Recompute the sums (and minima) of ``nodes`` of inner ``level`` from their children."""
+        start, count = int(self.offsets[level]), BRANCH**level
+        children = self._level(self.sums, level + 1)[nodes]
+        self.sums[start : start + count][nodes] = _sum8(children)
+        if self.mins is not None:
+            if level == self.depth - 1:  # children are leaves: the positive ones count
+                low = np.where(children > 0, children, np.inf).min(axis=1)
+            else:
+                low = self._level(self.mins, level + 1)[nodes].min(axis=1)
+            self.mins[start : start + count][nodes] = low
 
     @property
     def total(self) -> float:
@@ -143,22 +111,20 @@ class SumTree:
         node = np.asarray(positions, dtype=np.int64).reshape(-1)
         if node.size == 0:
             return
-        values = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=np.float64), node.shape))
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != node.shape:
+            values = np.ascontiguousarray(np.broadcast_to(values, node.shape))
         if self._kernels is not None:
-            no_mins = np.zeros(0)
-            self._kernels["update"](
-                self.sums, self.mins if self.mins is not None else no_mins, self.offsets, node, values
-            )
+            mins = self.mins if self.mins is not None else np.zeros(0)
+            self._kernels["update"](self.sums, mins, self.offsets, node, values)
             return
-        sums, mins = self.sums, self.mins
-        sums[self.offsets[-1] + node] = values
-        if mins is not None:
-            mins[self.offsets[-1] + node] = np.where(values > 0, values, np.inf)
+        self.sums[self.offsets[-1] + node] = values
         for level in range(self.depth - 1, -1, -1):
-            node = node // BRANCH
-            sums[self.offsets[level] + node] = _sum8(self._level(sums, level + 1)[node])
-            if mins is not None:
-                mins[self.offsets[level] + node] = self._level(mins, level + 1)[node].min(axis=1)
+            if BRANCH**level <= len(values):
+                self._recompute(level, slice(None))
+            else:
+                node = node // BRANCH
+                self._recompute(level, node)
 
     def rebuild(self, values: np.ndarray) -> None:
         """Set every leaf at once (e.g. after loading) and recompute all parents."""
@@ -167,16 +133,8 @@ class SumTree:
             raise ValueError(f"SumTree.rebuild needs {self.capacity} leaves, got shape {values.shape}")
         self.sums[:] = 0.0
         self.sums[self.offsets[-1] : self.offsets[-1] + self.capacity] = values
-        if self.mins is not None:
-            self.mins[:] = np.inf
-            self.mins[self.offsets[-1] : self.offsets[-1] + self.capacity] = np.where(
-                values > 0, values, np.inf
-            )
         for level in range(self.depth - 1, -1, -1):
-            start, count = int(self.offsets[level]), BRANCH**level
-            self.sums[start : start + count] = _sum8(self._level(self.sums, level + 1))
-            if self.mins is not None:
-                self.mins[start : start + count] = self._level(self.mins, level + 1).min(axis=1)
+            self._recompute(level, slice(None))
 
     def find(self, targets: np.ndarray) -> np.ndarray:
         """Leaf positions where the running sum of leaves first exceeds each target.
@@ -184,11 +142,12 @@ class SumTree:
         ``targets`` should lie in ``[0, total)``; a target that rounding pushes past the end
         of a node's children goes to its last non-empty child, so no empty leaf is returned.
         """
-        values = np.array(targets, dtype=np.float64).reshape(-1)
-        node = np.zeros(len(values), dtype=np.int64)
+        targets = np.asarray(targets, dtype=np.float64).reshape(-1)
+        node = np.zeros(len(targets), dtype=np.int64)
         if self._kernels is not None:
-            self._kernels["find"](self.sums, self.offsets, values, node)
+            self._kernels["find"](self.sums, self.offsets, targets, node)
             return node
+        values = targets.copy()
         rows = np.arange(len(values))
         for level in range(self.depth):
             children = self._level(self.sums, level + 1)[node]
@@ -200,3 +159,20 @@ class SumTree:
             values -= before[rows, chosen] - children[rows, chosen]
             node = node * BRANCH + chosen
         return node
+
+    def stratified(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One leaf from each of ``n = len(u)`` equal strata of the total, and the leaf values.
+
+        Stratum ``j`` is searched at ``(j + u[j]) * total / n``; with ``u`` uniform in [0, 1)
+        each leaf is found with probability proportional to its value, spread more evenly
+        than ``n`` independent draws (Schaul et al., 2016, appendix B.2.1).
+        """
+        u = np.asarray(u, dtype=np.float64).reshape(-1)
+        n = len(u)
+        if self._kernels is not None:
+            positions, values = np.empty(n, dtype=np.int64), np.empty(n)
+            self._kernels["stratified"](self.sums, self.offsets, u, positions, values)
+            return positions, values
+        total = self.total
+        positions = self.find(np.minimum((np.arange(n) + u) * (total / max(n, 1)), np.nextafter(total, 0)))
+        return positions, self.leaves(positions)

@@ -145,7 +145,8 @@ def offpolicy_data_fetcher(
         return buf.sample_batch(size, groupby=GROUP_KEY, unroll_len=unroll_len)
 
     def _fetch(ctx: Any) -> Generator[None, None, None]:
-        short = [(available(buf), size) for _, buf, size in sources if available(buf) < size]
+        stored = [(available(buf), size) for _, buf, size in sources]
+        short = [(have, size) for have, size in stored if have < size]
         if short:
             if data_shortage_warning:
                 have, need = short[0]

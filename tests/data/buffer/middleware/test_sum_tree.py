@@ -43,6 +43,39 @@ def test_find_never_returns_an_empty_leaf_at_the_top_edge(backend: str) -> None:
     assert set(tree.find(np.array([tree.total, tree.total * 2])).tolist()) <= {0, 1, 2}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n_updates", [3, 100])  # few: walks per leaf; many: whole top levels
+def test_min_tracks_positive_leaves_through_updates(backend: str, n_updates: int) -> None:
+    rng = np.random.default_rng(n_updates)
+    tree, values = SumTree(70, backend=backend), np.zeros(70)
+    for _ in range(20):
+        pos = rng.integers(0, 70, n_updates)
+        new = rng.random(n_updates) * (rng.random(n_updates) > 0.3)
+        tree.update(pos, new)
+        values[pos] = new
+        positive = values[values > 0]
+        assert tree.min == (positive.min() if len(positive) else np.inf)
+        assert tree.total == pytest.approx(values.sum())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stratified_searches_one_target_per_stratum(backend: str) -> None:
+    tree = SumTree(1, backend=backend)  # a single leaf still has an inner root above it
+    tree.update(np.array([0]), 2.0)
+    assert tree.stratified(np.array([0.0, 0.99]))[0].tolist() == [0, 0] and tree.min == 2.0
+    rng = np.random.default_rng(1)
+    values = rng.random(300) * (rng.random(300) > 0.2)
+    tree = SumTree(300, backend=backend)
+    tree.update(np.arange(300), values)
+    u = rng.random(64)
+    positions, leaf = tree.stratified(u)
+    targets = np.minimum((np.arange(64) + u) * (tree.total / 64), np.nextafter(tree.total, 0))
+    np.testing.assert_array_equal(positions, tree.find(targets))
+    np.testing.assert_array_equal(leaf, values[positions])
+    assert (leaf > 0).all()
+    assert tree.stratified(np.zeros(0))[0].shape == (0,)
+
+
 def test_rebuild_equals_incremental_updates() -> None:
     values = np.arange(10, dtype=float)
     a, b = SumTree(10), SumTree(10, backend="numpy")
@@ -68,6 +101,9 @@ def test_backends_agree_bit_for_bit() -> None:
     np.testing.assert_array_equal(a.mins, b.mins)
     targets = rng.random(500) * a.total
     np.testing.assert_array_equal(a.find(targets), b.find(targets))
+    u = rng.random(200)
+    for got, expected in zip(a.stratified(u), b.stratified(u), strict=True):
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_unknown_backend_is_rejected() -> None:
