@@ -18,6 +18,13 @@ from rlpipe.errors import RlpipeError
 USER_ERRORS: tuple[type[Exception], ...] = (RlpipeError, FileNotFoundError)
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlpipe", description="Off-policy RL as a pipeline of middleware.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -35,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="evaluate a trained run's best (or final) checkpoint")
     evaluate.add_argument("run_dir", type=Path)
-    evaluate.add_argument("--episodes", type=int, default=None, help="episodes (default env.n_evaluator_episode)")
+    evaluate.add_argument("--episodes", type=_positive_int, default=None,
+                          help="episodes (default env.n_evaluator_episode)")
     evaluate.add_argument("--checkpoint", type=Path, default=None, help="checkpoint file (default: best)")
 
     sub.add_parser("presets", help="list the built-in presets")

@@ -106,9 +106,10 @@ def _describe(err: ValidationError) -> str:
         hint = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model else []
         did_you_mean = f" (did you mean '{'.'.join([*map(str, loc[:-1]), hint[0]])}'?)" if hint else ""
         return f"unknown config key '{key}'{did_you_mean}"
-    value = first.get("input")
     where = f"config key '{key}'" if key else "config"
-    return f"{where}: {first['msg']} (got {value!r})"
+    if first["type"] == "value_error":  # our own validators: the message names the keys
+        return f"{where}: {first['msg'].removeprefix('Value error, ')}"
+    return f"{where}: {first['msg']} (got {first.get('input')!r})"
 
 
 def load_config(

@@ -38,8 +38,8 @@ class LearnConfig(_Strict):
     batch_size: PositiveInt = Field(64, description="Transitions per training batch.")
     update_per_collect: PositiveInt = Field(10, description="Training rounds per pipeline iteration.")
     learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate.")
-    target_update_freq: PositiveInt = Field(
-        100, description="Hard target update every this many train iterations (when target_theta is None)."
+    target_update_freq: PositiveInt | None = Field(
+        100, description="Hard target update every this many train iterations; null when target_theta is used."
     )
     target_theta: float | None = Field(
         None, gt=0, le=1, description="Soft (Polyak) target update rate; when set, replaces hard updates."
@@ -47,10 +47,21 @@ class LearnConfig(_Strict):
     grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
     double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _soft_replaces_default_hard(cls, data: Any) -> Any:
+        """Giving only ``target_theta`` switches to soft updates (the hard default steps aside)."""
+        if isinstance(data, dict) and data.get("target_theta") is not None and "target_update_freq" not in data:
+            return {**data, "target_update_freq": None}
+        return data
+
     @model_validator(mode="after")
     def _one_target_rule(self) -> LearnConfig:
-        if self.target_theta is not None and "target_update_freq" in self.model_fields_set:
-            raise ValueError("set either target_update_freq (hard) or target_theta (soft), not both")
+        if (self.target_theta is None) == (self.target_update_freq is None):
+            raise ValueError(
+                "use exactly one target update: target_update_freq (hard) or target_theta (soft); "
+                "set the other to null"
+            )
         return self
 
 
@@ -135,3 +146,27 @@ class Config(_Strict):
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+
+    @model_validator(mode="after")
+    def _settings_work_together(self) -> Config:
+        """Reject combinations that would crash mid-run or be silently ignored."""
+        policy = self.policy
+        if policy.other.her is not None:
+            if policy.collect.n_episode is None:
+                raise ValueError("policy.other.her needs policy.collect.n_episode (HER collects whole episodes)")
+            if policy.nstep > 1:
+                raise ValueError("policy.other.her needs policy.nstep=1 (relabelled episodes carry no n-step returns)")
+            if policy.priority:
+                raise ValueError("policy.priority is not supported together with policy.other.her")
+        elif policy.collect.n_sample is None:
+            raise ValueError("policy.collect.n_sample must be set (env steps collected per iteration)")
+        elif policy.other.replay_buffer.replay_buffer_size < policy.learn.batch_size:
+            raise ValueError(
+                f"policy.other.replay_buffer.replay_buffer_size ({policy.other.replay_buffer.replay_buffer_size}) "
+                f"is smaller than policy.learn.batch_size ({policy.learn.batch_size}): training could never start"
+            )
+        if policy.collect.unroll_len > 1:
+            raise ValueError("policy.collect.unroll_len > 1 needs a sequence policy; 'dqn' trains on single steps")
+        if policy.priority_IS_weight and not policy.priority:
+            raise ValueError("policy.priority_IS_weight needs policy.priority=true")
+        return self

@@ -13,6 +13,7 @@ from rlpipe.policy import DQNPolicy
 from rlpipe.reward_model import HerRewardModel
 
 EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
+REEVAL_SEED_OFFSET = 20_000  # nor does `rlpipe eval`, so its figure is not the one checkpoints were chosen on
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:
@@ -27,11 +28,23 @@ def make_env_factory(cfg: Config) -> EnvFactory:
     return env_factory(cfg.env.env_id, cfg.env.env_kwargs, cfg.env.max_episode_steps)
 
 
+def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
+    """``num_envs`` environments as ``cfg.env`` describes them; a one-line error when they can't be made."""
+    factory = make_env_factory(cfg)
+    try:
+        return VectorEnvManager(factory, num_envs, seed=seed)
+    except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(
+            f"config key 'env.env_kwargs': env '{cfg.env.env_id}' could not be made with "
+            f"{cfg.env.env_kwargs} ({reason})"
+        ) from None
+
+
 def make_envs(cfg: Config) -> tuple[VectorEnvManager, VectorEnvManager]:
     """The collector's and the evaluator's vector environments."""
-    factory = make_env_factory(cfg)
-    collector = VectorEnvManager(factory, cfg.env.collector_env_num, seed=cfg.seed)
-    evaluator = VectorEnvManager(factory, cfg.env.evaluator_env_num, seed=cfg.seed + EVAL_SEED_OFFSET)
+    collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed)
+    evaluator = make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + EVAL_SEED_OFFSET)
     return collector, evaluator
 
 

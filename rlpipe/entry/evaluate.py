@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import make_envs, make_policy
+from rlpipe.entry.build import REEVAL_SEED_OFFSET, make_policy, make_vector_env
 from rlpipe.framework.middleware import evaluate_episodes
 from rlpipe.utils.checkpoint import load_checkpoint
 
@@ -30,8 +30,7 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: Path | 
     state = load_checkpoint(checkpoint or best_checkpoint(run_dir))
     policy = make_policy(cfg)
     policy.load_state_dict(state["policy"])
-    _, env = make_envs(cfg)
-    with env:
+    with make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET) as env:
         output = evaluate_episodes(policy.eval_mode, env, episodes or cfg.env.n_evaluator_episode)
     returns = output["episode_return"]
     return {

@@ -19,12 +19,12 @@ from rlpipe.envs import VectorEnvManager
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, task
 from rlpipe.framework.middleware import (
-    BUFFER_FILE,
     CkptSaver,
     EpisodeCollector,
     HERLearner,
     OffPolicyLearner,
     StepCollector,
+    buffer_file,
     data_pusher,
     eps_greedy_handler,
     interaction_evaluator,
@@ -57,7 +57,7 @@ class ResumePoint:
     """Where an earlier run in a run directory stopped: its latest checkpoint, buffer and summary."""
 
     checkpoint: dict[str, Any]
-    buffer_file: Path
+    buffer_path: Path
     summary: RunSummary
 
     @classmethod
@@ -65,18 +65,16 @@ class ResumePoint:
         """Read the resume point of ``run_dir``; one-line errors when something is missing."""
         if not (run_dir / "config.yaml").is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no config.yaml): nothing to resume")
-        checkpoint = load_checkpoint(latest_checkpoint(run_dir), required=("policy", "counters", "torch_rng"))
-        buffer_file = run_dir / "ckpt" / BUFFER_FILE
-        if not buffer_file.is_file():
-            raise RunDirError(f"{buffer_file} is missing: the run cannot be resumed with its replay buffer")
+        latest = latest_checkpoint(run_dir)
+        checkpoint = load_checkpoint(latest, required=("policy", "counters", "torch_rng"))
         summary_file = run_dir / "summary.json"
         summary = RunSummary.read(summary_file) if summary_file.is_file() else RunSummary()
-        return cls(checkpoint, buffer_file, summary)
+        return cls(checkpoint, buffer_file(latest), summary)
 
     def restore(self, policy: Any, buffer: Any, ctx: OnlineRLContext) -> None:
         """Load policy, counters, RNG and replay buffer."""
         restore_checkpoint(self.checkpoint, policy, ctx)
-        buffer.load_data(str(self.buffer_file))
+        buffer.load_data(str(self.buffer_path))
 
 
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:

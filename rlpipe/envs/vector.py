@@ -70,15 +70,19 @@ class VectorEnvManager:
         self.observation_space: gym.Space = self._env.single_observation_space
         self.action_space: gym.Space = self._env.single_action_space
         self.action_space.seed(seed)
-        self._seed = seed
         self.obs: np.ndarray = np.empty(0)
         self.env_id = np.arange(num_envs, dtype=np.int64)
-        self.reset()
+        self.reset(seed)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start fresh episodes in every environment (seeded ``seed, seed+1, ...``)."""
-        first = self._seed if seed is None else seed
-        self.obs, _ = self._env.reset(seed=[first + i for i in range(self.num_envs)])
+        """Start fresh episodes in every environment.
+
+        With ``seed`` the environments are seeded ``seed, seed+1, ...`` (the constructor does this
+        with its own seed); without, they go on with their random streams, so every reset starts
+        new, yet reproducible, episodes.
+        """
+        seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
+        self.obs, _ = self._env.reset(seed=seeds)
         return self.obs
 
     def random_actions(self) -> np.ndarray:

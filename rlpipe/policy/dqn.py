@@ -114,7 +114,7 @@ class DQNPolicy:
         self._double_q = bool(learn.double_q)
         self._grad_clip = None if learn.grad_clip is None else float(learn.grad_clip)
         self._target_theta = None if learn.target_theta is None else float(learn.target_theta)
-        self._target_update_freq = int(learn.target_update_freq)
+        self._target_update_freq = None if learn.target_update_freq is None else int(learn.target_update_freq)
         self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
 
         self.model = (model if model is not None else _build_model(cfg.model)).to(self._device)
@@ -195,7 +195,7 @@ class DQNPolicy:
                         target.lerp_(online, self._target_theta)
                     else:
                         target.copy_(online)
-        elif self._train_iter % self._target_update_freq == 0:
+        elif self._target_update_freq is not None and self._train_iter % self._target_update_freq == 0:
             with torch.no_grad():
                 for target, online in self._target_pairs:
                     target.copy_(online)

@@ -69,6 +69,18 @@ def one_line_error(capsys, argv) -> str:
         (["train", "cartpole-dqn", "env.env_id=CartPole-v9"], "unknown gymnasium environment 'CartPole-v9'"),
         (["train", "cartpole-dqn", "policy.model.obs_shape=6"], "'policy.model.obs_shape' is 6 but env"),
         (["train", "missing.yaml"], "config file not found: missing.yaml"),
+        (["train", "cartpole-dqn", "policy.collect.unroll_len=4"], "policy.collect.unroll_len > 1 needs a sequence"),
+        (["train", "cartpole-dqn", "policy.collect.n_sample=null"], "policy.collect.n_sample must be set"),
+        (["train", "cartpole-dqn", "policy.priority_IS_weight=true"], "policy.priority_IS_weight needs"),
+        (["train", "cartpole-dqn", "policy.other.replay_buffer.replay_buffer_size=10"],
+         "replay_buffer_size (10) is smaller than policy.learn.batch_size (64)"),
+        (["train", "bitflip-dqn", "policy.other.her.her_strategy=final"],
+         "policy.other.her needs policy.collect.n_episode"),
+        (["train", "bitflip-her-dqn", "policy.nstep=3"], "policy.other.her needs policy.nstep=1"),
+        (["train", "bitflip-her-dqn", "policy.priority=true"], "policy.priority is not supported together"),
+        (["train", "bitflip-her-dqn", "env.env_kwargs.n_bits=0"],
+         "config key 'env.env_kwargs': env 'rlpipe/BitFlip-v0'"),
+        (["train", "cartpole-dqn", "env.env_kwargs.foo=3"], "config key 'env.env_kwargs': env 'CartPole-v1'"),
     ],
 )
 def test_bad_train_input_fails_in_one_line(capsys, tmp_path, argv, expected):
@@ -82,6 +94,13 @@ def test_existing_run_is_never_overwritten(trained_run, capsys):
     err = one_line_error(capsys, ["train", "cartpole-dqn", *TINY, "--run-dir", str(trained_run)])
     assert "already holds a run" in err
     assert (trained_run / "summary.json").read_text() == before
+
+
+def test_eval_rejects_a_non_positive_episode_count(trained_run, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["eval", str(trained_run), "--episodes", "-1"])
+    assert info.value.code == 2
+    assert "must be a positive integer, got -1" in capsys.readouterr().err
 
 
 def test_eval_with_missing_or_corrupt_checkpoint(trained_run, capsys, tmp_path):
@@ -103,7 +122,7 @@ def test_resume_continues_counters_buffer_and_metrics(tmp_path, capsys):
     assert main(["train", "cartpole-dqn", *TINY, "--run-dir", str(run_dir)]) == 0
     first = json.loads((run_dir / "summary.json").read_text())
     records_before = len((run_dir / "metrics.jsonl").read_text().splitlines())
-    assert (run_dir / "ckpt" / "buffer.npz").is_file()
+    assert (run_dir / "ckpt" / "final.buffer.npz").is_file()
     assert main(["resume", str(run_dir), "run.max_env_step=800", "run.progress=false"]) == 0
     second = json.loads((run_dir / "summary.json").read_text())
     assert second["env_step"] >= 800 and second["train_iter"] > first["train_iter"]
@@ -111,10 +130,11 @@ def test_resume_continues_counters_buffer_and_metrics(tmp_path, capsys):
     # the buffer saved at the end holds the transitions of both runs, less those the 3-step
     # accumulator still held when each run stopped (at most 2 steps of 8 envs per run)
     buffer = DequeBuffer(size=20000)
-    buffer.load_data(str(run_dir / "ckpt" / "buffer.npz"))
+    buffer.load_data(str(run_dir / "ckpt" / "final.buffer.npz"))
     assert second["env_step"] - 2 * 2 * 8 <= buffer.count() <= second["env_step"]
     assert len((run_dir / "metrics.jsonl").read_text().splitlines()) > records_before
 
 
 def test_resume_without_a_run_fails_in_one_line(capsys, tmp_path):
     assert "not a run directory" in one_line_error(capsys, ["resume", str(tmp_path)])
+

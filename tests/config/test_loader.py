@@ -66,9 +66,22 @@ def test_missing_and_invalid_files(tmp_path):
 
 
 def test_hard_and_soft_target_update_are_exclusive():
-    assert load_config({"policy": {"learn": {"target_theta": 0.01}}}).policy.learn.target_theta == 0.01
-    with pytest.raises(ConfigError, match="either target_update_freq"):
+    soft = load_config({"policy": {"learn": {"target_theta": 0.01}}})
+    assert soft.policy.learn.target_theta == 0.01 and soft.policy.learn.target_update_freq is None
+    with pytest.raises(ConfigError, match="use exactly one target update"):
         load_config({"policy": {"learn": {"target_theta": 0.01, "target_update_freq": 5}}})
+    with pytest.raises(ConfigError, match="use exactly one target update"):
+        load_config({"policy": {"learn": {"target_update_freq": None}}})
+    from_preset = load_config("cartpole-dqn",
+                              ["policy.learn.target_theta=0.01", "policy.learn.target_update_freq=null"])
+    assert from_preset.policy.learn.target_update_freq is None
+
+
+def test_resolved_non_default_config_round_trips(tmp_path):
+    cfg = load_config("bitflip-her-dqn", ["policy.learn.target_theta=0.05", "policy.learn.target_update_freq=null",
+                                          "env.env_kwargs.n_bits=9"])
+    dump_config(cfg, tmp_path / "c.yaml")
+    assert load_config(tmp_path / "c.yaml") == cfg
 
 
 def test_parse_override_keeps_strings():

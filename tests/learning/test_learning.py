@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from rlpipe.config import load_config
 from rlpipe.entry import train
 
@@ -29,7 +27,6 @@ def test_her_solves_8_bit_flip(tmp_path):
     assert summary.best_eval_return >= 0.9
 
 
-@pytest.mark.parametrize("seed", [0])
-def test_plain_dqn_fails_8_bit_flip_where_her_succeeds(tmp_path, seed):
-    summary = run(tmp_path, "bitflip-dqn", [f"seed={seed}", "env.env_kwargs.n_bits=8", "run.max_env_step=6000"])
-    assert summary.best_eval_return <= 0.5
+def test_plain_dqn_fails_15_bit_flip_on_the_budget_her_solves_8_bits_in(tmp_path):
+    summary = run(tmp_path, "bitflip-dqn", ["seed=0", "run.max_env_step=15000"])
+    assert summary.best_eval_return <= 0.1

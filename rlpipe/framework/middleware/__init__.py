@@ -1,7 +1,8 @@
 """Middleware: collectors, learners, evaluator, checkpoints, logging (seed-compatible names)."""
 from rlpipe.framework.middleware.ckpt_handler import (
-    BUFFER_FILE,
+    BUFFER_SUFFIX,
     CkptSaver,
+    buffer_file,
     checkpoint_state,
     latest_checkpoint,
     restore_checkpoint,
@@ -12,8 +13,9 @@ from rlpipe.framework.middleware.functional import __all__ as _functional_all
 from rlpipe.framework.middleware.learner import HERLearner, OffPolicyLearner
 
 __all__ = [
-    "BUFFER_FILE",
+    "BUFFER_SUFFIX",
     "CkptSaver",
+    "buffer_file",
     "checkpoint_state",
     "latest_checkpoint",
     "restore_checkpoint",

@@ -10,9 +10,14 @@ from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated, task
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
-COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value")
-BUFFER_FILE = "buffer.npz"
-"""The buffer saved beside the latest periodic or final checkpoint (with ``buffer_``)."""
+COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value", "last_save_iter")
+BUFFER_SUFFIX = ".buffer.npz"
+"""``NAME.pth.tar`` has its replay buffer in ``NAME.buffer.npz`` (periodic and final saves, with ``buffer_``)."""
+
+
+def buffer_file(checkpoint: Path) -> Path:
+    """The buffer file saved together with ``checkpoint``."""
+    return checkpoint.with_name(checkpoint.name.removesuffix(".pth.tar") + BUFFER_SUFFIX)
 
 
 def checkpoint_state(policy: Any, ctx: OnlineRLContext) -> dict[str, Any]:
@@ -33,15 +38,13 @@ def restore_checkpoint(state: dict[str, Any], policy: Any, ctx: OnlineRLContext)
 
 
 def latest_checkpoint(save_dir: str | Path) -> Path:
-    """The checkpoint a run continues from: ``final.pth.tar``, else the highest ``iteration_N``."""
+    """The checkpoint a run continues from: of those saved with their buffer, the one with the
+    most train iterations (a resumed run's periodic saves outrank the earlier run's final one)."""
     ckpt = Path(save_dir) / "ckpt"
-    final = ckpt / "final.pth.tar"
-    if final.is_file():
-        return final
-    iterations = sorted(ckpt.glob("iteration_*.pth.tar"), key=lambda p: int(p.name.split("_")[1].split(".")[0]))
-    if not iterations:
-        raise CheckpointError(f"no checkpoint to resume from in {ckpt}")
-    return iterations[-1]
+    candidates = [p for p in ckpt.glob("*.pth.tar") if buffer_file(p).is_file()]
+    if not candidates:
+        raise CheckpointError(f"no checkpoint saved with its replay buffer in {ckpt}: nothing to resume")
+    return max(candidates, key=lambda p: load_checkpoint(p)["counters"]["train_iter"])
 
 
 @role_gated(Role.LEARNER)
@@ -50,7 +53,8 @@ class CkptSaver:
     ``eval.pth.tar`` whenever the evaluation return beats the best so far (also the best of
     an earlier run in the same directory), and ``final.pth.tar`` when the task finishes (if
     ``save_finish``). With ``buffer_``, the periodic and final saves also write the replay
-    buffer to ``buffer.npz``, so that a run can be resumed whole.
+    buffer beside the checkpoint (see :func:`buffer_file`; only the newest is kept), so that a
+    run can be resumed whole.
 
     Reads ``ctx.train_iter``, ``ctx.eval_value``, ``ctx.last_save_iter``; writes ``ctx.last_save_iter``.
     """
@@ -66,15 +70,21 @@ class CkptSaver:
         self._best_eval = load_checkpoint(best)["counters"]["last_eval_value"] if best.is_file() else float("-inf")
 
     def _save(self, ctx: OnlineRLContext, name: str, with_buffer: bool) -> None:
-        if with_buffer and self._buffer is not None:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            self._buffer.save_data(str(self._dir / BUFFER_FILE))
-        save_checkpoint(checkpoint_state(self._policy, ctx), self._dir / name)
+        path = self._dir / name
+        if not (with_buffer and self._buffer is not None):
+            save_checkpoint(checkpoint_state(self._policy, ctx), path)
+            return
+        self._dir.mkdir(parents=True, exist_ok=True)
+        stale = [p for p in self._dir.glob(f"*{BUFFER_SUFFIX}") if p != buffer_file(path)]
+        self._buffer.save_data(str(buffer_file(path)))
+        save_checkpoint(checkpoint_state(self._policy, ctx), path)
+        for old in stale:  # one buffer copy on disk: the newest checkpoint's
+            old.unlink(missing_ok=True)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         if self._train_freq is not None and ctx.train_iter - max(ctx.last_save_iter, 0) >= self._train_freq:
-            self._save(ctx, f"iteration_{ctx.train_iter}.pth.tar", with_buffer=True)
             ctx.last_save_iter = ctx.train_iter
+            self._save(ctx, f"iteration_{ctx.train_iter}.pth.tar", with_buffer=True)
         if ctx.eval_value is not None and ctx.eval_value > self._best_eval:
             self._best_eval = ctx.eval_value
             self._save(ctx, "eval.pth.tar", with_buffer=False)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import torch
 
 from rlpipe.framework import OnlineRLContext, task
@@ -58,3 +59,38 @@ def test_checkpoint_restores_counters_and_torch_rng(tmp_path):
     restore_checkpoint(state, policy, fresh)
     assert (fresh.env_step, fresh.train_iter) == (123, 45)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_latest_checkpoint_is_the_newest_one_saved_with_its_buffer(tmp_path):
+    from rlpipe.framework.middleware import buffer_file, latest_checkpoint
+    from rlpipe.utils.checkpoint import CheckpointError, save_checkpoint
+
+    ckpt = tmp_path / "ckpt"
+
+    def fake(name, train_iter, with_buffer):
+        path = ckpt / name
+        save_checkpoint({"policy": {}, "counters": {"train_iter": train_iter}}, path)
+        if with_buffer:
+            buffer_file(path).write_bytes(b"x")
+        return path
+
+    fake("final.pth.tar", 20, with_buffer=False)  # an earlier run's end; its buffer was superseded
+    with pytest.raises(CheckpointError, match="nothing to resume"):
+        latest_checkpoint(tmp_path)
+    newer = fake("iteration_30.pth.tar", 30, with_buffer=True)
+    assert latest_checkpoint(tmp_path) == newer
+    fake("iteration_10.pth.tar", 10, with_buffer=True)
+    assert latest_checkpoint(tmp_path) == newer
+
+
+def test_only_the_newest_buffer_copy_is_kept(tmp_path):
+    from rlpipe.data import DequeBuffer
+
+    buffer = DequeBuffer(size=4)
+    buffer.push({"x": 1})
+    saver = CkptSaver(TinyPolicy(), tmp_path, train_freq=1, buffer_=buffer)
+    ctx = OnlineRLContext()
+    for it in (1, 2):
+        ctx.train_iter = it
+        saver(ctx)
+    assert sorted(p.name for p in (tmp_path / "ckpt").glob("*.npz")) == ["iteration_2.buffer.npz"]

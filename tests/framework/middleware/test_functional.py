@@ -112,6 +112,17 @@ def test_evaluate_episodes_counts_exactly_n(cartpole_env):
     assert np.all(out["episode_length"] < 20)
 
 
+def test_successive_evaluations_start_new_episodes(cartpole_env):
+    first = evaluate_episodes(ConstantActor(), cartpole_env, 6)["episode_length"]
+    second = evaluate_episodes(ConstantActor(), cartpole_env, 6)["episode_length"]
+    assert not np.array_equal(first, second)
+
+
+def test_evaluate_episodes_rejects_zero_episodes(cartpole_env):
+    with pytest.raises(ValueError, match="must be >= 1, got 0"):
+        evaluate_episodes(ConstantActor(), cartpole_env, 0)
+
+
 def test_interaction_evaluator_respects_eval_freq_and_stop_value(cartpole_env):
     evaluator = interaction_evaluator(eval_cfg(), ConstantActor(), cartpole_env)
     ctx = OnlineRLContext()

@@ -8,7 +8,7 @@ import numpy as np
 from rlpipe.data import DequeBuffer
 from rlpipe.framework import OnlineRLContext, task
 from rlpipe.framework.middleware import HERLearner, OffPolicyLearner, online_logger
-from rlpipe.utils.metrics import MetricsWriter
+from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
 from .conftest import RecordingLearner
 
@@ -72,7 +72,10 @@ def test_learner_output_survives_a_logger_in_the_same_pipeline(tmp_path):
     task.use(lambda ctx: seen.append(list(ctx.train_output)))
     task.run(max_step=1)
     writer.close()
-    assert len(seen[0]) == 2
+    assert [out["total_loss"] for out in seen[0]] == [0.5, 0.5]
+    assert all(out["priority"].shape == (4,) for out in seen[0])
+    train_records = [r for r in read_metrics(tmp_path) if r["kind"] == "train"]
+    assert train_records == [{"kind": "train", "env_step": 0, "train_iter": 2, "total_loss": 0.5}]
 
 
 def test_her_learner_contract():

@@ -18,8 +18,12 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
 
     Episodes are split evenly over the environments and the first ones to finish in each
     environment are counted, so that short episodes are not over-represented.
-    Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``.
+    Each call starts new episodes from the environments' own random streams, so successive
+    evaluations see different start states. Returns ``episode_return`` and ``episode_length``
+    arrays of length ``n_episode``.
     """
+    if n_episode < 1:
+        raise ValueError(f"the number of evaluation episodes must be >= 1, got {n_episode}")
     quota = np.full(env.num_envs, n_episode // env.num_envs)
     quota[: n_episode % env.num_envs] += 1
     returns: list[float] = []
@@ -27,7 +31,7 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     running_return = np.zeros(env.num_envs)
     running_length = np.zeros(env.num_envs, dtype=np.int64)
     env.reset()
-    while quota.any():
+    while (quota > 0).any():
         step = env.step(policy.forward(env.obs))
         running_return += step["reward"]
         running_length += 1
