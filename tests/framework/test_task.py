@@ -146,3 +146,12 @@ def test_role_gated_returns_void_only_in_distributed_process_without_role(monkey
         assert Collector(4).x == 4
     finally:
         task.reset()
+
+
+def test_offline_context_keeps_epoch_and_iteration_counters():
+    from rlpipe.framework import OfflineRLContext
+
+    ctx = OfflineRLContext()
+    ctx.train_epoch, ctx.train_iter, ctx.train_data = 2, 30, {"obs": 1}
+    new = ctx.renew()
+    assert (new.train_epoch, new.train_iter, new.train_data) == (2, 30, None)
