@@ -96,12 +96,14 @@ class Buffer(ABC):
             raise ValueError(f"buffer size must be positive, got {size}")
         self.size = int(size)
         self._middleware: list[Middleware] = []
+        self._chains: dict[Chain, Chain] = {}
 
     def use(self, middleware: Middleware) -> Buffer:
         """Append ``middleware`` to the chain (it runs inside those added before it)."""
         if not callable(middleware):
             raise TypeError(f"middleware must be callable, got {type(middleware).__name__}")
         self._middleware.append(middleware)
+        self._chains.clear()
         return self
 
     @property
@@ -110,11 +112,24 @@ class Buffer(ABC):
         return list(self._middleware)
 
     def _apply(self, action: str, core: Chain, *args: Any, **kwargs: Any) -> Any:
-        """Run ``action`` through the middleware chain, ending in ``core``."""
+        """Run ``action`` through the middleware chain, ending in ``core``.
+
+        The chain of each ``core`` is built once (until the next :meth:`use`): a training
+        step runs it twice, and rebuilding it cost more than some of the links themselves.
+        """
+        chain = self._chains.get(core)
+        if chain is None:
+            chain = self._chains[core] = self._build_chain(action, core)
+        return chain(*args, **kwargs)
+
+    def _build_chain(self, action: str, core: Chain) -> Chain:
         chain = core
         for mw in reversed(self._middleware):
-            chain = functools.partial(mw, action, chain)
-        return chain(*args, **kwargs)
+            if type(mw).__call__ is BufferMiddleware.__call__:  # bind the action's method directly
+                chain = functools.partial(getattr(mw, action), chain)
+            else:
+                chain = functools.partial(mw, action, chain)
+        return chain
 
     # ---- the seed's item API -----------------------------------------------------
     @abstractmethod

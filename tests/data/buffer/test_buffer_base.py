@@ -47,3 +47,21 @@ def test_use_rejects_non_callables_and_size_must_be_positive() -> None:
         DequeBuffer(2).use(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="size must be positive"):
         DequeBuffer(0)
+
+
+def test_use_after_operations_joins_the_chain() -> None:
+    """The chain of each operation is built once: use() must still reach later calls."""
+    seen = []
+
+    def spy(action, chain, *args, **kwargs):
+        seen.append(action)
+        return chain(*args, **kwargs)
+
+    buf = DequeBuffer(4, seed=0)
+    ids = buf.push_batch({"x": np.arange(3.0)})
+    buf.sample_batch(2)
+    buf.update_batch(ids, {"m": np.zeros(3)})
+    buf.use(spy)
+    buf.sample_batch(2)
+    buf.update_batch(ids, {"m": np.ones(3)})
+    assert seen == ["sample_batch", "update_batch"]

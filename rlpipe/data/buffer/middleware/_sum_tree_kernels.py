@@ -1,8 +1,10 @@
 """Compiled (numba) loops of :class:`~rlpipe.data.buffer.middleware.sum_tree.SumTree`.
 
 Importing this module needs numba; ``sum_tree`` falls back to its numpy code without it.
-The arithmetic matches the numpy backend's bit for bit (the tests compare both), and the
-layout is the one ``SumTree`` documents: ``offsets[level]`` starts each level in ``sums``;
+The tree arithmetic (sums, minima, search) matches the numpy backend's bit for bit (the
+tests compare both); the powers of IS weights and priorities use libm's scalar ``pow``,
+which may differ from numpy's vectorised one in the last bit. The layout is the one
+``SumTree`` documents: ``offsets[level]`` starts each level in ``sums``;
 ``mins`` holds the inner levels only (empty when minima are not tracked).
 """
 
@@ -23,6 +25,7 @@ def recompute_sum(sums, offsets, level, node):
 def recompute_min(sums, mins, offsets, level, node, leaf_children):
     # Selects, not min(): numba's NaN-aware min() branches. (Measured: a branch on
     # "track the min?" inside this helper, rather than at its call site, made update 2.5x slower.)
+    # Returns whether the node's min changed (if not, its ancestors' need no recompute).
     c = offsets[level + 1] + 8 * node
     low = np.inf
     if leaf_children:  # the positive leaves count
@@ -34,7 +37,9 @@ def recompute_min(sums, mins, offsets, level, node, leaf_children):
         for k in range(8):
             value = mins[c + k]
             low = value if value < low else low
+    changed = mins[offsets[level] + node] != low
     mins[offsets[level] + node] = low
+    return changed
 
 
 @numba.njit(cache=True)
@@ -45,6 +50,9 @@ def update(sums, mins, offsets, positions, values):
     for j in range(n):
         sums[offsets[depth] + positions[j]] = values[j]
     nodes = positions.copy()
+    # A node whose min did not change leaves its ancestors' mins as they are: after a level
+    # or two most updates stop changing mins, so most min recomputes are skipped.
+    min_changed = np.full(n, track_min)
     for level in range(depth - 1, -1, -1):
         leaf_children = level == depth - 1
         if 8**level <= n:  # this level and those above: recompute every node once
@@ -56,28 +64,34 @@ def update(sums, mins, offsets, positions, values):
             for j in range(n):
                 nodes[j] //= 8
                 recompute_sum(sums, offsets, level, nodes[j])
-                if track_min:
-                    recompute_min(sums, mins, offsets, level, nodes[j], leaf_children)
+                if min_changed[j]:
+                    min_changed[j] = recompute_min(sums, mins, offsets, level, nodes[j], leaf_children)
 
 
 @numba.njit(cache=True)
 def find(sums, offsets, targets, out):
+    # Per level, a first pass only loads each target's first child: a loop tight enough to
+    # have many cache misses in flight at once, so the second pass finds its lines cached.
     # Branch-free child choice: which of 8 children a random target falls in is
     # unpredictable, so a compare-and-branch loop mispredicts about once per level;
     # counting the running sums <= target costs no branch. The arithmetic is the numpy
     # backend's (running sums left to right, subtract before - child), bit for bit.
     depth = offsets.shape[0] - 1
     values = targets.copy()
+    first = np.empty(values.shape[0])
     before = np.empty(8)
     out[:] = 0
     for level in range(depth):
         first_child = offsets[level + 1]
         for j in range(values.shape[0]):
+            first[j] = sums[first_child + 8 * out[j]]
+        for j in range(values.shape[0]):
             child = first_child + 8 * out[j]
             value = values[j]
-            running = 0.0
-            chosen = 0
-            for c in range(8):
+            running = first[j]
+            before[0] = running
+            chosen = int(running <= value)
+            for c in range(1, 8):
                 running += sums[child + c]
                 before[c] = running
                 chosen += running <= value
@@ -102,3 +116,35 @@ def stratified(sums, offsets, offsets_in_strata, out, leaf_values):
     first_leaf = offsets[offsets.shape[0] - 1]
     for j in range(n):
         leaf_values[j] = sums[first_leaf + out[j]]
+
+
+@numba.njit(cache=True)
+def update_priorities(sums, mins, offsets, positions, keep, priorities, eps, alpha):
+    # Returns the largest kept priority (0.0 if none is kept), or NaN, having set nothing,
+    # when any priority is negative or NaN.
+    n = priorities.shape[0]
+    for j in range(n):
+        if not priorities[j] >= 0:
+            return np.nan
+    kept_positions = np.empty(n, dtype=np.int64)
+    kept_values = np.empty(n)
+    count = 0
+    top = 0.0
+    for j in range(n):
+        if keep[j]:
+            kept_positions[count] = positions[j]
+            kept_values[count] = (priorities[j] + eps) ** alpha
+            top = max(top, priorities[j])
+            count += 1
+    if count:
+        update(sums, mins, offsets, kept_positions[:count], kept_values[:count])
+    return top
+
+
+@numba.njit(cache=True)
+def stratified_weights(sums, offsets, offsets_in_strata, low, beta, out, weights):
+    # stratified, then (leaf / low)^-beta in float64 rounded to float32, as numpy does it
+    leaf_values = np.empty(out.shape[0])
+    stratified(sums, offsets, offsets_in_strata, out, leaf_values)
+    for j in range(out.shape[0]):
+        weights[j] = (leaf_values[j] / low) ** -beta

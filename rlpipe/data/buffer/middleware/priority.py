@@ -62,27 +62,20 @@ class PriorityExperienceReplay(BufferMiddleware):
     def _set_priority(self, ids: np.ndarray, priority: Any, exists: np.ndarray | None = None) -> None:
         """Set the tree leaves of ``ids`` (``exists``: which still exist, if already known)."""
         priority = np.asarray(priority, dtype=np.float64).reshape(-1)
-        if not priority.min(initial=0.0) >= 0:  # also rejects NaN
-            raise ValueError("priorities must be finite and >= 0")
         if exists is None:
             slots, exists = self.buffer.storage.locate(ids)
         else:
             slots = self.buffer.storage.slots(ids)
-        if not exists.all():  # the common case, every item still stored, needs no copies
-            slots, priority = slots[exists], priority[exists]
-        if len(priority):
-            self.tree.update(slots, (priority + PRIORITY_EPS) ** self.alpha)
-            self.max_priority = max(self.max_priority, float(priority.max()))
+        top = self.tree.update_priorities(slots, priority, exists, self.alpha, PRIORITY_EPS)
+        self.max_priority = max(self.max_priority, top)
 
     def _draw(self, n: int) -> tuple[np.ndarray, np.ndarray | None]:
         """``n`` indices by stratified priority search, and their IS weights (float32, if kept)."""
-        slots, leaf = self.tree.stratified(self.buffer.rng.random(n))
-        weights = None
+        u = self.buffer.rng.random(n)
         if self.IS_weight:
-            # w = (p^alpha / min p^alpha)^-beta, in place: this runs once per training step
-            leaf /= self.tree.min
-            leaf **= -self.beta
-            weights = leaf.astype(np.float32)
+            slots, weights = self.tree.stratified_weights(u, self.beta)
+        else:
+            slots, weights = self.tree.stratified(u)[0], None
         self.sample_calls += 1
         return self.buffer.storage.ids[slots], weights
 

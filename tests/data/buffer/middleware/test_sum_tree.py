@@ -90,11 +90,14 @@ def test_rebuild_equals_incremental_updates() -> None:
 
 
 @pytest.mark.skipif(DEFAULT_BACKEND != "numba", reason="numba not installed")
-def test_backends_agree_bit_for_bit() -> None:
+@pytest.mark.parametrize(("capacity", "batch"), [(1000, 300), (5000, 16)])
+def test_backends_agree_bit_for_bit(capacity: int, batch: int) -> None:
+    """(5000, 16): many levels updated per leaf, where numba stops recomputing unchanged minima."""
     rng = np.random.default_rng(0)
-    a, b = SumTree(1000, backend="numpy"), SumTree(1000, backend="numba")
+    a, b = SumTree(capacity, backend="numpy"), SumTree(capacity, backend="numba")
     for _ in range(5):
-        pos, values = rng.integers(0, 1000, 300), rng.random(300) * (rng.random(300) > 0.1)
+        pos = rng.integers(0, capacity, batch)
+        values = rng.random(batch) * (rng.random(batch) > 0.1)
         a.update(pos, values)
         b.update(pos, values)
     np.testing.assert_array_equal(a.sums, b.sums)
@@ -109,3 +112,42 @@ def test_backends_agree_bit_for_bit() -> None:
 def test_unknown_backend_is_rejected() -> None:
     with pytest.raises(ValueError, match="backend 'gpu' is not available"):
         SumTree(4, backend="gpu")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_levels_start_on_cache_lines(backend: str) -> None:
+    tree = SumTree(100_000, backend=backend)
+    assert tree.sums.ctypes.data % 64 == 0
+    assert tree.mins is not None and tree.mins.ctypes.data % 64 == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stratified_weights_are_leaf_over_min_to_minus_beta(backend: str) -> None:
+    tree = SumTree(50, backend=backend)
+    leaves = np.random.default_rng(0).random(50) + 0.1
+    tree.update(np.arange(50), leaves)
+    u = np.random.default_rng(1).random(32)
+    positions, weights = tree.stratified_weights(u, 0.4)
+    np.testing.assert_array_equal(positions, tree.stratified(u)[0])
+    assert weights.dtype == np.float32
+    np.testing.assert_allclose(weights, (leaves[positions] / leaves.min()) ** -0.4, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_update_priorities_sets_kept_leaves_and_returns_their_max(backend: str) -> None:
+    tree = SumTree(8, backend=backend)
+    keep = np.array([True, False, True])
+    top = tree.update_priorities(np.array([1, 2, 3]), np.array([4.0, 9.0, 0.0]), keep, 0.5, 1e-6)
+    assert top == 4.0
+    np.testing.assert_allclose(tree.leaves(), [0, 2.0, 0, 1e-3, 0, 0, 0, 0], rtol=1e-5)
+    assert tree.min == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bad", [-1.0, np.nan])
+def test_update_priorities_rejects_negative_or_nan_and_sets_nothing(backend: str, bad: float) -> None:
+    tree = SumTree(8, backend=backend)
+    keep = np.array([True, False])  # a rejected priority need not be kept to be rejected
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        tree.update_priorities(np.array([1, 2]), np.array([3.0, bad]), keep, 0.6, 1e-6)
+    assert tree.total == 0
