@@ -15,6 +15,6 @@ def concat_batches(batches: Sequence[Mapping[str, np.ndarray]]) -> Batch:
     return {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
 
 
-def batch_size(batch: Mapping[str, np.ndarray]) -> int:
+def num_rows(batch: Mapping[str, np.ndarray]) -> int:
     """Rows in a batch (the leading dimension of its first field)."""
     return len(next(iter(batch.values())))

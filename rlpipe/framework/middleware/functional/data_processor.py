@@ -16,6 +16,7 @@ import numpy as np
 
 from rlpipe.data import Buffer, SampledBatch
 from rlpipe.data.nstep import NStepAccumulator
+from rlpipe.utils.batch import num_rows
 
 GROUP_KEY = "env"
 """Meta key under which the pusher records each row's env (the fetcher's sequence groups)."""
@@ -37,7 +38,7 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
     def _push(ctx: Any) -> None:
         if ctx.trajectories is not None:
             batch = ctx.trajectories
-            n = len(batch["reward"]) if "reward" in batch else len(next(iter(batch.values())))
+            n = num_rows(batch)
             if n == 0:
                 return
             meta = {COLLECTED: np.full(n, ctx.train_iter, dtype=np.int64)}
