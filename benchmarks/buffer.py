@@ -139,10 +139,8 @@ def bench_rlpipe(d: dict[str, np.ndarray], n: int, samples: int) -> dict[str, fl
     buf = DequeBuffer(n, seed=0)
     chunks = [{k: v[s : s + 8] for k, v in d.items()} for s in range(0, n, 8)]
     out["push_batch8"] = rate(n, lambda: [buf.push_batch(c) for c in chunks])
-    out["sample"] = rate(samples, lambda: [buf.sample_batch(BATCH) for _ in range(samples)])
-    out["sample_replace"] = rate(
-        samples, lambda: [buf.sample_batch(BATCH, replace=True) for _ in range(samples)]
-    )
+    out["sample"] = best_rate(samples, lambda k: [buf.sample_batch(BATCH) for _ in range(k)])
+    out["sample_replace"] = best_rate(samples, lambda k: [buf.sample_batch(BATCH, replace=True) for _ in range(k)])
 
     def fill() -> DequeBuffer:
         b = DequeBuffer(n)

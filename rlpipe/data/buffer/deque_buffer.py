@@ -337,9 +337,9 @@ class DequeBuffer(Buffer):
         if meta and batch_length(meta, "meta") != len(indices):
             raise ValueError(f"meta has {batch_length(meta, 'meta')} rows, indices have {len(indices)}")
         st = self.storage
-        slots, exists = st.locate(indices)
-        if meta and exists.any():
-            if exists.all():  # the usual case: no rows to leave out, so no masked copies
+        slots, exists, found = located = st.locate(indices)
+        if meta and found:
+            if located.all_found:  # the usual case: no rows to leave out, so no masked copies
                 st.meta.write_rows(slots, meta, slice(None), replace=False)
             else:
                 st.meta.write_rows(slots[exists], meta, exists, replace=False)
@@ -353,8 +353,8 @@ class DequeBuffer(Buffer):
             self._apply("delete", self._delete, ids)
 
     def _delete(self, indices: np.ndarray) -> None:
-        slots, exists = self.storage.locate(indices)
-        if exists.any():
+        slots, exists, found = self.storage.locate(indices)
+        if found:
             self.storage.remove(slots[exists])
 
     def clear(self) -> None:
@@ -385,8 +385,8 @@ class DequeBuffer(Buffer):
 
     def _slots_of(self, indices: Iterable[int], skip_missing: bool) -> np.ndarray:
         ids = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, dtype=np.int64)
-        slots, exists = self.storage.locate(ids.reshape(-1))
-        if not exists.all():
+        slots, exists, _ = located = self.storage.locate(ids)
+        if not located.all_found:
             if not skip_missing:
                 missing = ids.reshape(-1)[~exists]
                 raise ValueError(f"{len(missing)} indices are not in the buffer, e.g. {int(missing[0])}")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlpipe.data.buffer.base import BufferMiddleware
-from rlpipe.data.buffer.storage import Table
+from rlpipe.data.buffer.storage import Table, take_rows
 
 if TYPE_CHECKING:
     from rlpipe.data.buffer.deque_buffer import DequeBuffer
@@ -81,30 +81,19 @@ def _save_table(
         mask = table.present.get(key)
         have = slots if mask is None else slots[mask[slots]]
         name = f"{prefix}/{key}"
-        spec[key] = {"kind": _encode_column(name, col.take(have, axis=0), arrays), "sparse": mask is not None}
+        spec[key] = {"kind": _encode_column(name, take_rows(col, have), arrays), "sparse": mask is not None}
         if mask is not None:
             arrays[name + ".present"] = mask[slots]
     return spec
 
 
 def _load_table(prefix: str, table: Table, spec: Mapping[str, Any], slots: np.ndarray, arrays: Any) -> None:
-    table.clear()
-    table.columns.clear()
+    fields = {}
     for key, info in spec.items():
         name = f"{prefix}/{key}"
-        values = _decode_column(name, info["kind"], arrays)
         have = slots[arrays[name + ".present"]] if info["sparse"] else slots
-        if values.dtype == object:
-            col = np.empty(table.capacity, dtype=object)
-        else:
-            col = np.zeros((table.capacity, *values.shape[1:]), dtype=values.dtype)
-        col[have] = values
-        table.columns[key] = col
-        if info["sparse"]:
-            mask = np.zeros(table.capacity, dtype=bool)
-            mask[have] = True
-            table.present[key] = mask
-    table.written = len(slots) > 0
+        fields[key] = (_decode_column(name, info["kind"], arrays), have, bool(info["sparse"]))
+    table.restore(fields, written=len(slots) > 0)
 
 
 def _stateful(buffer: DequeBuffer) -> list[tuple[int, BufferMiddleware]]:

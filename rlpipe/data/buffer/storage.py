@@ -5,6 +5,12 @@ is first written. Numeric values of one fixed shape live in a typed column; anyt
 (strings, lists, variable-length episode arrays, arbitrary objects) in an object column. A
 typed column that meets a value it cannot hold becomes an object column, once.
 
+A *packed* table (the data table) lays the numeric fields of its first write side by side
+in one record per slot (a structured array without padding, so no memory beyond the raw
+bytes); each of those columns is a strided view of one record field. Sampling a batch from
+a large buffer is mostly cache misses, and a record is one or two cache lines where
+separate columns are one line per field (6 for a CartPole transition).
+
 :class:`RingStorage` hands out ids (a monotonic int64 counter) and maps them to slots:
 ``slot = (id - base) % capacity``, so lookups are O(1) and need no dictionary. ``base`` is
 the first id after the last :meth:`RingStorage.clear`.
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,6 +36,19 @@ OPAQUE = "__item__"
 """Field name under which data that is not a dict of fields is kept."""
 
 
+class Located(NamedTuple):
+    """Where ids live: their slots, whether each still names a stored item, and how many do."""
+
+    slots: np.ndarray
+    exists: np.ndarray
+    found: int
+
+    @property
+    def all_found(self) -> bool:
+        """Every id names a stored item (the usual case: no rows to leave out)."""
+        return self.found == len(self.exists)
+
+
 def _numeric(value: Any) -> np.ndarray | None:
     """``value`` as a numeric array if it can live in a typed column, else None."""
     if isinstance(value, np.ndarray):
@@ -37,6 +56,11 @@ def _numeric(value: Any) -> np.ndarray | None:
     if isinstance(value, (bool, int, float, np.bool_, np.number)):
         return np.asarray(value)
     return None
+
+
+def take_rows(col: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """``col[slots]``. ``take`` is the faster way, but it first copies a strided column whole."""
+    return col.take(slots, axis=0) if col.flags.c_contiguous else col[slots]
 
 
 def _slot_list(slots: np.ndarray | slice, capacity: int) -> list[int]:
@@ -52,17 +76,39 @@ class Table:
     A column is *dense* while every write has included it; only then may it skip a presence
     mask. A write that omits an existing column (or a column born after the first write)
     makes it *sparse*: it gets a mask of the slots that hold a value.
+    ``packed``: keep the numeric fields of the first write in one record per slot.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, packed: bool = False) -> None:
         self.capacity = capacity
+        self.packed = packed
         self.columns: dict[str, np.ndarray] = {}
         self.present: dict[str, np.ndarray] = {}
         self.written = False
+        self.records: np.ndarray | None = None
+        self.in_records: set[str] = set()
+        """The columns that are still fields of ``records`` (one that turned object is not)."""
+
+    def _pack(self, fields: Mapping[str, tuple[np.dtype, tuple[int, ...]]]) -> None:
+        """Allocate the records for ``fields`` (name -> (dtype, row shape)) and their column views."""
+        layout = np.dtype([(key, dtype, shape) for key, (dtype, shape) in fields.items()])
+        if not fields or layout.names != tuple(fields):  # a name numpy would not keep (e.g. "")
+            return
+        self.records = np.zeros(self.capacity, dtype=layout)
+        for key in fields:
+            self.columns[key] = self.records[key]
+        self.in_records = set(fields)
+
+    def _pack_first_write(self, examples: Mapping[str, np.ndarray | None]) -> None:
+        """On a packed table's first write, pack the fields that have a numeric example row."""
+        if self.packed and not self.columns:
+            self._pack({key: (ex.dtype, ex.shape) for key, ex in examples.items() if ex is not None})
 
     # ---- writing -------------------------------------------------------------------
     def write_row(self, slot: int, row: Mapping[str, Any], replace: bool = True) -> None:
         """Store one item's fields at ``slot``; ``replace``: fields not in ``row`` become absent."""
+        if not self.columns:
+            self._pack_first_write({key: _numeric(value) for key, value in row.items()})
         for key, value in row.items():
             self._put(key, slot, value)
         if replace:
@@ -77,6 +123,10 @@ class Table:
     ) -> None:
         """Store rows ``rows`` of a columnar batch at ``slots`` (one slot per selected row)."""
         count = len(slots) if isinstance(slots, np.ndarray) else len(range(self.capacity)[slots])
+        if not self.columns:
+            arrays = {key: np.asarray(value) for key, value in batch.items()}
+            numeric = {key: arr.dtype.kind in _NUMERIC_KINDS and len(arr) > 0 for key, arr in arrays.items()}
+            self._pack_first_write({key: arr[0] if numeric[key] else None for key, arr in arrays.items()})
         # ``rows`` selecting every row (the usual push) needs no view per field
         every_row = isinstance(rows, slice) and rows in (slice(None), slice(0, count))
         for key, value in batch.items():
@@ -168,6 +218,7 @@ class Table:
         for slot in range(self.capacity):
             new[slot] = old[slot].copy() if old.ndim > 1 else old[slot]
         self.columns[key] = new
+        self.in_records.discard(key)
         return new
 
     # ---- reading -------------------------------------------------------------------
@@ -183,6 +234,8 @@ class Table:
     def gather(self, slots: np.ndarray, what: str = "field") -> dict[str, np.ndarray]:
         """Collate the columns at ``slots``; every column must hold a value for every slot."""
         out = {}
+        # one gather of whole records; each field is then copied out of the (cached) rows
+        records = self.records.take(slots) if self.records is not None and self.in_records else None
         for key, col in self.columns.items():
             mask = self.present.get(key)
             if mask is not None:
@@ -193,7 +246,10 @@ class Table:
                     raise ValueError(
                         f"{what} '{key}' is missing from {int((~have).sum())} of the selected items"
                     )
-            out[key] = col.take(slots, axis=0)
+            if records is not None and key in self.in_records:
+                out[key] = records[key].copy()
+            else:
+                out[key] = col.take(slots, axis=0)
         return out
 
     def column(self, key: str, slots: np.ndarray, what: str = "meta key") -> np.ndarray:
@@ -203,7 +259,7 @@ class Table:
         if col is None or (mask is not None and not mask[slots].all()):
             missing = len(slots) if col is None else int((~mask[slots]).sum())  # type: ignore[index]
             raise ValueError(f"{what} '{key}' is missing from {missing} of {len(slots)} stored items")
-        return col.take(slots, axis=0)
+        return take_rows(col, slots)
 
     # ---- forgetting ----------------------------------------------------------------
     def release(self, slots: np.ndarray) -> None:
@@ -220,6 +276,35 @@ class Table:
         self.present.clear()
         self.written = False
 
+    def restore(self, fields: Mapping[str, tuple[np.ndarray, np.ndarray, bool]], written: bool) -> None:
+        """Replace every column by saved values: ``name -> (values, their slots, sparse)``.
+
+        ``written``: whether any slot holds an item (a column born later is then sparse). A
+        packed table packs the dense numeric fields again.
+        """
+        self.columns.clear()
+        self.present.clear()
+        self.records, self.in_records = None, set()
+        if self.packed:
+            self._pack(
+                {
+                    key: (values.dtype, values.shape[1:])
+                    for key, (values, _, sparse) in fields.items()
+                    if not sparse and values.dtype.kind in _NUMERIC_KINDS
+                }
+            )
+        for key, (values, slots, sparse) in fields.items():
+            col = self.columns.get(key)
+            if col is None:
+                shape = (self.capacity, *values.shape[1:])
+                col = np.empty(shape, dtype=object) if values.dtype == object else np.zeros(shape, values.dtype)
+                self.columns[key] = col
+            col[slots] = values
+            if sparse:
+                mask = self.present[key] = np.zeros(self.capacity, dtype=bool)
+                mask[slots] = True
+        self.written = written
+
 
 class RingStorage:
     """Ring of ``capacity`` slots holding data and meta tables, shared by a buffer and its views.
@@ -233,7 +318,7 @@ class RingStorage:
             raise ValueError(f"RingStorage backend {backend!r} is not available (have: {DEFAULT_BACKEND})")
         self.backend = backend
         self.capacity = int(capacity)
-        self.data = Table(self.capacity)
+        self.data = Table(self.capacity, packed=True)
         self.meta = Table(self.capacity)
         self.ids = np.full(self.capacity, -1, dtype=np.int64)
         self.base = 0
@@ -276,22 +361,18 @@ class RingStorage:
         self.version += 1
         return new_ids, slots, kept
 
-    def slots(self, ids: np.ndarray) -> np.ndarray:
-        """Slots that ``ids`` map to (whether or not they still hold those ids)."""
-        return (np.asarray(ids, dtype=np.int64) - self.base) % self.capacity
-
-    def locate(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Slots of ``ids`` and whether each id still names a stored item."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if self.backend == "numba" and ids.ndim == 1:
+    def locate(self, ids: np.ndarray) -> Located:
+        """Slots of ``ids`` (flattened) and whether each id still names a stored item."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if self.backend == "numba":
             slots, exists = np.empty(len(ids), dtype=np.int64), np.empty(len(ids), dtype=bool)
-            _kernels.locate(self.ids, self.base, ids, slots, exists)
-            return slots, exists
+            found = _kernels.locate(self.ids, self.base, ids, slots, exists)
+            return Located(slots, exists, found)
         slots = ids - self.base
         slots %= self.capacity
         exists = self.ids[slots] == ids
         exists &= ids >= self.base  # an id below base (e.g. -1) could match an empty slot's -1
-        return slots, exists
+        return Located(slots, exists, int(np.count_nonzero(exists)))
 
     def slot_of(self, index: int) -> int | None:
         """Slot of one id, or None when the id matches no stored item."""

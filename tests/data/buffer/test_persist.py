@@ -33,6 +33,7 @@ def test_round_trip_restores_everything(tmp_path) -> None:
     other.push({"junk": 1})
     other.load_data(str(path))
     assert other.count() == buf.count()
+    assert other.storage.data.in_records == {"obs", "done"}  # packed again, "junk" is gone
     for i in range(buf.count()):
         a, b = buf.get(i), other.get(i)
         assert a.index == b.index and a.meta.keys() == b.meta.keys()

@@ -59,12 +59,77 @@ def test_locate_finds_exactly_the_stored_ids(backend: str) -> None:
     ring.alloc(7)  # ids 0..6; 0 and 1 were overwritten
     ring.remove(ring.locate(np.array([4]))[0])
     queries = np.array([-1, 0, 1, 2, 3, 4, 5, 6, 7, 12])
-    slots, exists = ring.locate(queries)
+    slots, exists, found = ring.locate(queries)
     assert exists.tolist() == [False, False, False, True, True, False, True, True, False, False]
     assert slots[exists].tolist() == [2, 3, 0, 1]
+    assert found == 4 and not ring.locate(queries).all_found and ring.locate(np.array([5, 6])).all_found
     ring.clear()  # ids 0..6 are gone for good, even though their slots' arithmetic still works
     ring.alloc(1)
     assert ring.locate(np.array([2, 7, -1]))[1].tolist() == [False, True, False]
+
+
+def cartpole_like(n: int = 4) -> dict[str, np.ndarray]:
+    return {
+        "obs": np.arange(2 * n, dtype=np.float32).reshape(n, 2),
+        "action": np.arange(n)[::-1].copy(),
+        "done": np.arange(n) % 2 == 0,
+        "tag": np.array([f"t{i}" for i in range(n)], dtype=object),
+    }
+
+
+@pytest.mark.parametrize("first_write", ["row", "rows"])
+def test_packed_table_keeps_the_first_numeric_fields_in_one_record(first_write: str) -> None:
+    batch = cartpole_like()
+    table = Table(4, packed=True)
+    if first_write == "row":
+        for slot in range(4):
+            table.write_row(slot, {key: values[slot] for key, values in batch.items()})
+    else:
+        table.write_rows(slice(0, 4), batch, slice(None))
+    assert table.in_records == {"obs", "action", "done"}  # the strings stay an object column
+    assert table.records is not None and table.records.dtype.itemsize == 2 * 4 + 8 + 1  # no padding
+    assert np.shares_memory(table.columns["obs"], table.records)
+    slots = np.array([3, 0, 3])
+    got = table.gather(slots)
+    assert list(got) == list(batch)  # fields keep their order
+    for key, values in batch.items():
+        np.testing.assert_array_equal(got[key], values[slots])
+        assert got[key].flags.c_contiguous and not np.shares_memory(got[key], table.records)
+    np.testing.assert_array_equal(table.column("obs", slots), batch["obs"][slots])
+
+
+def test_packed_fields_that_turn_object_or_come_later_are_kept_apart() -> None:
+    table = Table(3, packed=True)
+    table.write_rows(slice(0, 2), {"obs": np.ones((2, 2), np.float32), "r": np.zeros(2)}, slice(None))
+    table.write_row(2, {"obs": np.zeros(3, np.float32), "r": 1.0, "extra": 5})  # another obs shape
+    assert table.in_records == {"r"} and table.columns["obs"].dtype == object
+    assert not np.shares_memory(table.columns["extra"], table.records) and "extra" in table.present
+    got = table.gather(np.array([1, 0]))  # "extra" is in neither: left out
+    assert got.keys() == {"obs", "r"} and got["obs"][0].tolist() == [1.0, 1.0] and got["r"].tolist() == [0.0, 0.0]
+    got = table.gather(np.array([2]))
+    assert got["obs"][0].shape == (3,) and got["r"].tolist() == [1.0] and got["extra"].tolist() == [5]
+    with pytest.raises(ValueError, match="field 'extra' is missing from 1 of the selected items"):
+        table.gather(np.array([0, 2]))
+
+
+def test_restore_packs_the_dense_numeric_fields_again() -> None:
+    table = Table(4, packed=True)
+    slots = np.array([2, 0])
+    table.restore(
+        {
+            "obs": (np.ones((2, 3), np.float32), slots, False),
+            "name": (np.array(["a", "b"], dtype=object), slots, False),
+            "hint": (np.array([7]), np.array([2]), True),
+        },
+        written=True,
+    )
+    assert table.in_records == {"obs"} and np.shares_memory(table.columns["obs"], table.records)
+    row = table.row(2)
+    assert row["obs"].tolist() == [1.0] * 3 and (row["name"], row["hint"]) == ("a", 7)
+    assert table.row(0).keys() == {"obs", "name"} and table.columns["name"][1] is None
+    table.write_row(1, {"obs": np.zeros(3, np.float32), "name": "c", "late": 1.0})
+    assert "late" in table.present and not table.present["late"][0]  # born after items existed: sparse
+    assert not RingStorage(2).meta.packed and RingStorage(2).data.packed
 
 
 def test_unknown_storage_backend_is_rejected() -> None:

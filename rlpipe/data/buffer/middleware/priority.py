@@ -59,13 +59,10 @@ class PriorityExperienceReplay(BufferMiddleware):
         """The IS exponent the next sample call uses."""
         return min(1.0, self.beta0 + (1.0 - self.beta0) * self.sample_calls / self.anneal_iters)
 
-    def _set_priority(self, ids: np.ndarray, priority: Any, exists: np.ndarray | None = None) -> None:
-        """Set the tree leaves of ``ids`` (``exists``: which still exist, if already known)."""
+    def _set_priority(self, ids: np.ndarray, priority: Any) -> None:
+        """Set the tree leaves of those of ``ids`` still stored to ``priority``."""
         priority = np.asarray(priority, dtype=np.float64).reshape(-1)
-        if exists is None:
-            slots, exists = self.buffer.storage.locate(ids)
-        else:
-            slots = self.buffer.storage.slots(ids)
+        slots, exists, _ = self.buffer.storage.locate(ids)
         top = self.tree.update_priorities(slots, priority, exists, self.alpha, PRIORITY_EPS)
         self.max_priority = max(self.max_priority, top)
 
@@ -94,9 +91,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         if "priority" not in meta:
             meta["priority"] = np.full(batch_length(batch), self.max_priority)
         ids = chain(batch, meta)
-        n = len(ids)
-        kept = np.arange(n) >= n - self.buffer.size  # a batch larger than the ring keeps its tail
-        self._set_priority(ids, meta["priority"], kept)
+        self._set_priority(ids, meta["priority"])  # a batch larger than the ring keeps its tail
         return ids
 
     def sample(self, chain: Chain, **kwargs: Any) -> list[Any]:
@@ -134,11 +129,11 @@ class PriorityExperienceReplay(BufferMiddleware):
     def update_batch(self, chain: Chain, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
         exists = chain(indices, meta)
         if "priority" in meta:
-            self._set_priority(indices, meta["priority"], exists)
+            self._set_priority(indices, meta["priority"])
         return exists
 
     def delete(self, chain: Chain, indices: np.ndarray) -> None:
-        slots, exists = self.buffer.storage.locate(indices)
+        slots, exists, _ = self.buffer.storage.locate(indices)
         chain(indices)
         self.tree.update(slots[exists], 0.0)
 

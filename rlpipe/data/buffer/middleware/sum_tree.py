@@ -25,6 +25,7 @@ compiled update stops recomputing minima there (most updates after a level or tw
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -211,9 +212,7 @@ class SumTree:
             self._kernels["stratified_weights"](self.sums, self.offsets, u, low, beta, positions, weights)
             return positions, weights
         positions, leaf = self.stratified(u)
-        leaf /= low  # in place: this runs once per training step
-        leaf **= -beta
-        return positions, leaf.astype(np.float32)
+        return positions, (leaf / low).astype(np.float32) ** np.float32(-beta)
 
     def update_priorities(
         self, positions: np.ndarray, priorities: np.ndarray, keep: np.ndarray, alpha: float, eps: float
@@ -227,7 +226,7 @@ class SumTree:
             top = self._kernels["update_priorities"](
                 self.sums, self._kernel_mins, self.offsets, positions, keep, priorities, eps, alpha
             )
-            if np.isnan(top):
+            if math.isnan(top):
                 raise ValueError("priorities must be finite and >= 0")
             return float(top)
         if not priorities.min(initial=0.0) >= 0:  # also rejects NaN

@@ -27,7 +27,7 @@ class UseTimeCheck(BufferMiddleware):
         self.use_count = np.zeros(buffer.size, dtype=np.int64)
 
     def _reset(self, ids: np.ndarray) -> None:
-        slots, exists = self.buffer.storage.locate(ids)
+        slots, exists, _ = self.buffer.storage.locate(ids)
         self.use_count[slots[exists]] = 0
 
     def _use(self, ids: np.ndarray) -> np.ndarray:
