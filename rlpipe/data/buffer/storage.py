@@ -100,14 +100,13 @@ class Table:
         self.in_records = set(fields)
 
     def _pack_first_write(self, examples: Mapping[str, np.ndarray | None]) -> None:
-        """On a packed table's first write, pack the fields that have a numeric example row."""
-        if self.packed and not self.columns:
-            self._pack({key: (ex.dtype, ex.shape) for key, ex in examples.items() if ex is not None})
+        """Pack the fields of a packed table's first write that have a numeric example row."""
+        self._pack({key: (ex.dtype, ex.shape) for key, ex in examples.items() if ex is not None})
 
     # ---- writing -------------------------------------------------------------------
     def write_row(self, slot: int, row: Mapping[str, Any], replace: bool = True) -> None:
         """Store one item's fields at ``slot``; ``replace``: fields not in ``row`` become absent."""
-        if not self.columns:
+        if self.packed and not self.columns:
             self._pack_first_write({key: _numeric(value) for key, value in row.items()})
         for key, value in row.items():
             self._put(key, slot, value)
@@ -123,7 +122,7 @@ class Table:
     ) -> None:
         """Store rows ``rows`` of a columnar batch at ``slots`` (one slot per selected row)."""
         count = len(slots) if isinstance(slots, np.ndarray) else len(range(self.capacity)[slots])
-        if not self.columns:
+        if self.packed and not self.columns:
             arrays = {key: np.asarray(value) for key, value in batch.items()}
             numeric = {key: arr.dtype.kind in _NUMERIC_KINDS and len(arr) > 0 for key, arr in arrays.items()}
             self._pack_first_write({key: arr[0] if numeric[key] else None for key, arr in arrays.items()})

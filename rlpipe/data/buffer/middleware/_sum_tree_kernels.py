@@ -43,29 +43,47 @@ def recompute_min(sums, mins, offsets, level, node, leaf_children):
 
 
 @numba.njit(cache=True)
+def update_min(sums, mins, offsets, position, old, new):
+    # Minima after leaf ``position`` went from ``old`` to ``new`` (already in ``sums``). Most
+    # updates change no minimum, and two compares show it: only a new value below the
+    # parent's minimum, or the old minimum leaf itself changing, needs more.
+    depth = offsets.shape[0] - 1
+    level = depth - 1
+    node = position // 8
+    low = mins[offsets[level] + node]
+    if 0 < new < low:  # the new leaf is the smallest below each ancestor until one has a smaller
+        while level >= 0 and new < mins[offsets[level] + node]:
+            mins[offsets[level] + node] = new
+            level -= 1
+            node //= 8
+    elif old == low and new != old:  # the smallest leaf changed: recompute while minima change
+        leaf_children = True
+        while level >= 0 and recompute_min(sums, mins, offsets, level, node, leaf_children):
+            leaf_children = False
+            level -= 1
+            node //= 8
+
+
+@numba.njit(cache=True)
 def update(sums, mins, offsets, positions, values):
     depth = offsets.shape[0] - 1
     n = positions.shape[0]
     track_min = mins.shape[0] > 0
-    for j in range(n):
-        sums[offsets[depth] + positions[j]] = values[j]
+    for j in range(n):  # leaves and minima one update after another: a repeated position is fine
+        leaf = offsets[depth] + positions[j]
+        old = sums[leaf]
+        sums[leaf] = values[j]
+        if track_min:
+            update_min(sums, mins, offsets, positions[j], old, values[j])
     nodes = positions.copy()
-    # A node whose min did not change leaves its ancestors' mins as they are: after a level
-    # or two most updates stop changing mins, so most min recomputes are skipped.
-    min_changed = np.full(n, track_min)
     for level in range(depth - 1, -1, -1):
-        leaf_children = level == depth - 1
         if 8**level <= n:  # this level and those above: recompute every node once
             for node in range(8**level):
                 recompute_sum(sums, offsets, level, node)
-                if track_min:
-                    recompute_min(sums, mins, offsets, level, node, leaf_children)
         else:
             for j in range(n):
                 nodes[j] //= 8
                 recompute_sum(sums, offsets, level, nodes[j])
-                if min_changed[j]:
-                    min_changed[j] = recompute_min(sums, mins, offsets, level, nodes[j], leaf_children)
 
 
 @numba.njit(cache=True)

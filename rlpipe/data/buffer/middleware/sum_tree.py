@@ -18,9 +18,10 @@ from the leaves themselves, so a leaf update touches one leaf array, not two.
 :meth:`SumTree.stratified_weights` is prioritized replay's draw (stratified search and
 the drawn leaves' IS weights) and :meth:`SumTree.update_priorities` its priority update
 (check, ``(p + eps) ** alpha``, update): with numba, one compiled call each per training
-step, as a step's fixed per-call costs are a large part of it at a batch of 256. A node
-whose minimum an update leaves unchanged leaves its ancestors' minima unchanged too: the
-compiled update stops recomputing minima there (most updates after a level or two).
+step, as a step's fixed per-call costs are a large part of it at a batch of 256. The
+compiled update keeps minima with a compare or two per leaf: a new value below its
+parent's minimum lowers ancestors until one is lower still; only a change of the smallest
+leaf itself recomputes upward, and stops where a minimum is unchanged.
 """
 
 from __future__ import annotations

@@ -59,6 +59,20 @@ def test_min_tracks_positive_leaves_through_updates(backend: str, n_updates: int
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_min_follows_the_smallest_leaf_rising_vanishing_and_repeated(backend: str) -> None:
+    tree = SumTree(600, backend=backend)  # three inner levels
+    tree.update(np.arange(600), np.linspace(1.0, 2.0, 600))
+    tree.update(np.array([0]), 5.0)  # the smallest leaf rises: the next one is the min
+    assert tree.min == pytest.approx(1.0 + 1 / 599)
+    tree.update(np.array([1, 2]), 0.0)  # the smallest ones vanish (0 = never sampled)
+    assert tree.min == pytest.approx(1.0 + 3 / 599)
+    tree.update(np.array([599, 599]), [0.5, 3.0])  # a repeat: the last write counts
+    assert tree.min == pytest.approx(1.0 + 3 / 599) and tree.leaves([599])[0] == 3.0
+    tree.update(np.array([300, 7]), [0.25, 0.1])  # new smallest leaves, far apart
+    assert tree.min == 0.1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_stratified_searches_one_target_per_stratum(backend: str) -> None:
     tree = SumTree(1, backend=backend)  # a single leaf still has an inner root above it
     tree.update(np.array([0]), 2.0)
