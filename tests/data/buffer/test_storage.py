@@ -80,7 +80,7 @@ def cartpole_like(n: int = 4) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("first_write", ["row", "rows"])
 def test_packed_table_keeps_the_first_numeric_fields_in_one_record(first_write: str) -> None:
     batch = cartpole_like()
-    table = Table(4, packed=True)
+    table = Table(4, pack_min_bytes=0)
     if first_write == "row":
         for slot in range(4):
             table.write_row(slot, {key: values[slot] for key, values in batch.items()})
@@ -99,7 +99,7 @@ def test_packed_table_keeps_the_first_numeric_fields_in_one_record(first_write: 
 
 
 def test_packed_fields_that_turn_object_or_come_later_are_kept_apart() -> None:
-    table = Table(3, packed=True)
+    table = Table(3, pack_min_bytes=0)
     table.write_rows(slice(0, 2), {"obs": np.ones((2, 2), np.float32), "r": np.zeros(2)}, slice(None))
     table.write_row(2, {"obs": np.zeros(3, np.float32), "r": 1.0, "extra": 5})  # another obs shape
     assert table.in_records == {"r"} and table.columns["obs"].dtype == object
@@ -113,7 +113,7 @@ def test_packed_fields_that_turn_object_or_come_later_are_kept_apart() -> None:
 
 
 def test_restore_packs_the_dense_numeric_fields_again() -> None:
-    table = Table(4, packed=True)
+    table = Table(4, pack_min_bytes=0)
     slots = np.array([2, 0])
     table.restore(
         {
@@ -129,7 +129,14 @@ def test_restore_packs_the_dense_numeric_fields_again() -> None:
     assert table.row(0).keys() == {"obs", "name"} and table.columns["name"][1] is None
     table.write_row(1, {"obs": np.zeros(3, np.float32), "name": "c", "late": 1.0})
     assert "late" in table.present and not table.present["late"][0]  # born after items existed: sparse
-    assert not RingStorage(2).meta.packed and RingStorage(2).data.packed
+    assert RingStorage(2).meta.pack_min_bytes is None
+
+
+def test_a_table_smaller_than_pack_min_bytes_keeps_separate_columns() -> None:
+    table = Table(4, pack_min_bytes=4 * 17 + 1)  # one byte more than 4 records of 17 bytes
+    table.write_rows(slice(0, 4), cartpole_like(), slice(None))
+    assert table.records is None and not table.in_records and table.columns["obs"].flags.c_contiguous
+    assert table.gather(np.array([1]))["obs"].tolist() == [[2.0, 3.0]]
 
 
 def test_unknown_storage_backend_is_rejected() -> None:
