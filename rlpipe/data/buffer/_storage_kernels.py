@@ -1,11 +1,12 @@
-"""Compiled (numba) id -> slot lookup of :class:`~rlpipe.data.buffer.storage.RingStorage`.
+"""Compiled (numba) loops of the ring storage: id -> slot lookup and uniform index draws.
 
-Importing this module needs numba; ``storage`` falls back to numpy without it. One pass
-instead of six numpy calls (and a seventh to count the hits): a priority-replay round looks
-ids up several times, and at a batch of 256 the numpy calls' fixed costs are most of the lookup.
+Importing this module needs numba; ``storage`` and ``sampling`` fall back to numpy without
+it. Each is one pass instead of several numpy calls: at a batch of 64-256 the numpy calls'
+fixed costs are most of the work (a priority-replay round looks ids up several times).
 """
 
 import numba
+import numpy as np
 
 
 @numba.njit(cache=True)
@@ -19,3 +20,24 @@ def locate(stored_ids, base, ids, slots, exists):
         exists[j] = ids[j] >= base and stored_ids[slot] == ids[j]
         found += exists[j]
     return found
+
+
+@numba.njit(cache=True)
+def scale_to_indices(u, population, distinct, out):
+    # out[j] = floor(u[j] * population) for u in [0, 1). With ``distinct``, returns False
+    # at the first repeated index (an open-addressing table of at least 2 slots per draw).
+    size = 2
+    while size < 2 * u.shape[0]:
+        size *= 2
+    seen = np.full(size if distinct else 0, -1, dtype=np.int64)
+    for j in range(u.shape[0]):
+        index = min(np.int64(u[j] * population), population - 1)
+        out[j] = index
+        if distinct:
+            h = (index * 0x9E3779B1) & (size - 1)
+            while seen[h] != -1:
+                if seen[h] == index:
+                    return False
+                h = (h + 1) & (size - 1)
+            seen[h] = index
+    return True

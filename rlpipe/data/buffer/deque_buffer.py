@@ -15,6 +15,7 @@ import numpy as np
 
 from rlpipe.data.buffer.base import Buffer, BufferedData, SampledBatch
 from rlpipe.data.buffer.persist import load_buffer, save_buffer
+from rlpipe.data.buffer.sampling import choose
 from rlpipe.data.buffer.storage import OPAQUE, RingStorage
 
 
@@ -167,12 +168,12 @@ class DequeBuffer(Buffer):
             n = check_size(size, available, replace, ignore_insufficient)
             if pool is None:
                 return self._items(self.storage.random_slots(self.rng, n, replace))
-            return self._items(pool[self.rng.choice(len(pool), n, replace=replace)])
+            return self._items(pool[choose(self.rng, len(pool), n, replace)])
         if unroll_len is None:
             sorted_slots, starts = self._groups(groupby, sample_range)
             n = check_size(size, len(starts), replace, ignore_insufficient, "groups")
             ends = np.append(starts[1:], len(sorted_slots))
-            chosen = self.rng.choice(len(starts), n, replace=replace)
+            chosen = choose(self.rng, len(starts), n, replace)
             return [self._items(sorted_slots[starts[g] : ends[g]]) for g in chosen.tolist()]
         return [
             self._items(run)
@@ -237,7 +238,7 @@ class DequeBuffer(Buffer):
         """Slots [n, unroll_len] of runs of consecutive items of one group, drawn uniformly."""
         sorted_slots, candidates = self._run_starts(groupby, unroll_len, sample_range)
         n = check_size(size, len(candidates), replace, ignore_insufficient, f"runs of {unroll_len}")
-        chosen = candidates[self.rng.choice(len(candidates), n, replace=replace)]
+        chosen = candidates[choose(self.rng, len(candidates), n, replace)]
         return sorted_slots[chosen[:, None] + np.arange(unroll_len)]
 
     def sample_batch(
@@ -293,7 +294,7 @@ class DequeBuffer(Buffer):
         elif sample_range is not None:
             pool = st.ordered_slots()[sample_range]
             check_size(size, len(pool), replace, False)
-            slots = pool[self.rng.choice(len(pool), size, replace=replace)]
+            slots = pool[choose(self.rng, len(pool), size, replace)]
         else:
             check_size(size, st.count, replace, False)
             slots = st.random_slots(self.rng, size, replace)

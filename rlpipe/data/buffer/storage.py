@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rlpipe.data.buffer.sampling import choose
+
 try:
     from rlpipe.data.buffer import _storage_kernels as _kernels
 except ImportError:
@@ -412,11 +414,9 @@ class RingStorage:
         """``size`` slots of stored items, uniformly (caller checked there are enough)."""
         filled = self.filled
         if self.count == filled:
-            if replace:
-                return rng.integers(0, filled, size)
-            return rng.choice(filled, size, replace=False)
+            return choose(rng, filled, size, replace)
         valid = self.ordered_slots()
-        return valid[rng.choice(len(valid), size, replace=replace)]
+        return valid[choose(rng, len(valid), size, replace)]
 
     # ---- removal -------------------------------------------------------------------
     def remove(self, slots: np.ndarray) -> None:
