@@ -163,12 +163,7 @@ class DequeBuffer(Buffer):
         if size is None:
             raise ValueError("sample needs size or indices")
         if groupby is None and unroll_len in (None, 1):
-            pool = None if sample_range is None else self.storage.ordered_slots()[sample_range]
-            available = self.storage.count if pool is None else len(pool)
-            n = check_size(size, available, replace, ignore_insufficient)
-            if pool is None:
-                return self._items(self.storage.random_slots(self.rng, n, replace))
-            return self._items(pool[choose(self.rng, len(pool), n, replace)])
+            return self._items(self._uniform_slots(size, replace, ignore_insufficient, sample_range))
         if unroll_len is None:
             sorted_slots, starts = self._groups(groupby, sample_range)
             n = check_size(size, len(starts), replace, ignore_insufficient, "groups")
@@ -179,6 +174,17 @@ class DequeBuffer(Buffer):
             self._items(run)
             for run in self._runs(size, groupby, unroll_len, replace, ignore_insufficient, sample_range)
         ]
+
+    def _uniform_slots(
+        self, size: int, replace: bool, ignore_insufficient: bool, sample_range: slice | None
+    ) -> np.ndarray:
+        """Slots of ``size`` stored items (of ``stored[sample_range]``, if given), drawn uniformly."""
+        if sample_range is None:
+            n = check_size(size, self.storage.count, replace, ignore_insufficient)
+            return self.storage.random_slots(self.rng, n, replace)
+        pool = self.storage.ordered_slots()[sample_range]
+        n = check_size(size, len(pool), replace, ignore_insufficient)
+        return pool[choose(self.rng, len(pool), n, replace)]
 
     def _groups(self, groupby: str | None, sample_range: slice | None) -> tuple[np.ndarray, np.ndarray]:
         """Stored slots sorted by group (push order within one), and where each group starts."""
@@ -291,13 +297,8 @@ class DequeBuffer(Buffer):
             raise ValueError(
                 "sample_batch groups only with unroll_len; use sample(groupby=...) for whole groups"
             )
-        elif sample_range is not None:
-            pool = st.ordered_slots()[sample_range]
-            check_size(size, len(pool), replace, False)
-            slots = pool[choose(self.rng, len(pool), size, replace)]
         else:
-            check_size(size, st.count, replace, False)
-            slots = st.random_slots(self.rng, size, replace)
+            slots = self._uniform_slots(size, replace, False, sample_range)
         return SampledBatch(self._gather(slots), st.ids[slots])
 
     def _gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
