@@ -130,6 +130,9 @@ class RunConfig(_Strict):
     max_env_step: PositiveInt = Field(100_000, description="Stop after this many env steps.")
     max_train_iter: PositiveInt | None = Field(None, description="Stop after this many train iterations.")
     save_freq: PositiveInt = Field(1000, description="Checkpoint every this many train iterations.")
+    keep_checkpoints: PositiveInt | None = Field(
+        None, description="Keep only this many periodic checkpoints, the newest (None: keep all)."
+    )
     log_freq: PositiveInt = Field(100, description="Write training metrics every this many train iterations.")
     progress: bool = Field(True, description="Show a progress bar.")
     torch_threads: PositiveInt = Field(

@@ -35,6 +35,7 @@ def test_dict_and_yaml_round_trip(tmp_path):
         (["policy.learn.batchsize=3"],
          "unknown config key 'policy.learn.batchsize' (did you mean 'policy.learn.batch_size'?)"),
         (["policy.learn.batch_size=0"], "config key 'policy.learn.batch_size': Input should be greater than 0"),
+        (["run.keep_checkpoints=0"], "config key 'run.keep_checkpoints': Input should be greater than 0"),
         (["policy.learn.learning_rate=fast"], "config key 'policy.learn.learning_rate'"),
         (["polcy.nstep=3"], "unknown config key 'polcy' (did you mean 'policy'?)"),
         (["seed"], "override 'seed' is not of the form key.path=value"),

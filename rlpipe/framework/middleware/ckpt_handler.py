@@ -11,13 +11,14 @@ from rlpipe.framework.task import Role, role_gated, task
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value", "last_save_iter")
+PERIODIC_PREFIX, CKPT_SUFFIX = "iteration_", ".pth.tar"
 BUFFER_SUFFIX = ".buffer.npz"
 """``NAME.pth.tar`` has its replay buffer in ``NAME.buffer.npz`` (periodic and final saves, with ``buffer_``)."""
 
 
 def buffer_file(checkpoint: Path) -> Path:
     """The buffer file saved together with ``checkpoint``."""
-    return checkpoint.with_name(checkpoint.name.removesuffix(".pth.tar") + BUFFER_SUFFIX)
+    return checkpoint.with_name(checkpoint.name.removesuffix(CKPT_SUFFIX) + BUFFER_SUFFIX)
 
 
 def checkpoint_state(policy: Any, ctx: OnlineRLContext) -> dict[str, Any]:
@@ -54,14 +55,18 @@ class CkptSaver:
     an earlier run in the same directory), and ``final.pth.tar`` when the task finishes (if
     ``save_finish``). With ``buffer_``, the periodic and final saves also write the replay
     buffer beside the checkpoint (see :func:`buffer_file`; only the newest is kept), so that a
-    run can be resumed whole.
+    run can be resumed whole. ``keep_last``: keep only that many periodic checkpoints, the
+    newest (None: all of them).
 
     Reads ``ctx.train_iter``, ``ctx.eval_value``, ``ctx.last_save_iter``; writes ``ctx.last_save_iter``.
     """
 
     def __init__(self, policy: Any, save_dir: str | Path, train_freq: int | None = None,
-                 save_finish: bool = True, buffer_: Any | None = None) -> None:
+                 save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None) -> None:
+        if keep_last is not None and keep_last < 1:
+            raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {keep_last}")
         self._policy = policy
+        self._keep_last = keep_last
         self._dir = Path(save_dir) / "ckpt"
         self._train_freq = train_freq
         self._save_finish = save_finish
@@ -84,9 +89,21 @@ class CkptSaver:
     def __call__(self, ctx: OnlineRLContext) -> None:
         if self._train_freq is not None and ctx.train_iter - max(ctx.last_save_iter, 0) >= self._train_freq:
             ctx.last_save_iter = ctx.train_iter
-            self._save(ctx, f"iteration_{ctx.train_iter}.pth.tar", with_buffer=True)
+            self._save(ctx, f"{PERIODIC_PREFIX}{ctx.train_iter}{CKPT_SUFFIX}", with_buffer=True)
+            self._forget_old_periodic()
         if ctx.eval_value is not None and ctx.eval_value > self._best_eval:
             self._best_eval = ctx.eval_value
             self._save(ctx, "eval.pth.tar", with_buffer=False)
         if task.finish and self._save_finish:
             self._save(ctx, "final.pth.tar", with_buffer=True)
+
+    def _forget_old_periodic(self) -> None:
+        """Delete the periodic checkpoints beyond the newest ``keep_last`` (and their buffers)."""
+        if self._keep_last is None:
+            return
+        iterations = {p: p.name.removeprefix(PERIODIC_PREFIX).removesuffix(CKPT_SUFFIX)
+                      for p in self._dir.glob(f"{PERIODIC_PREFIX}*{CKPT_SUFFIX}")}
+        periodic = sorted((p for p, it in iterations.items() if it.isdigit()), key=lambda p: int(iterations[p]))
+        for old in periodic[: -self._keep_last]:
+            old.unlink(missing_ok=True)
+            buffer_file(old).unlink(missing_ok=True)

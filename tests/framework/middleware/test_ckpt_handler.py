@@ -94,3 +94,27 @@ def test_only_the_newest_buffer_copy_is_kept(tmp_path):
         ctx.train_iter = it
         saver(ctx)
     assert sorted(p.name for p in (tmp_path / "ckpt").glob("*.npz")) == ["iteration_2.buffer.npz"]
+
+
+def test_keep_last_deletes_older_periodic_checkpoints_and_nothing_else(tmp_path):
+    from rlpipe.data import DequeBuffer
+
+    buffer = DequeBuffer(size=4)
+    buffer.push({"x": 1})
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "iteration_old.pth.tar").write_bytes(b"not ours")  # not a periodic checkpoint name
+    saver = CkptSaver(TinyPolicy(), tmp_path, train_freq=1, buffer_=buffer, keep_last=2)
+    ctx = OnlineRLContext()
+    for it in (8, 9, 10, 11):  # 10 after 9: sorted by number, not by name
+        ctx.train_iter, ctx.eval_value = it, float(it)
+        saver(ctx)
+    assert sorted(p.name for p in ckpt.iterdir()) == [
+        "eval.pth.tar",
+        "iteration_10.pth.tar",
+        "iteration_11.buffer.npz",
+        "iteration_11.pth.tar",
+        "iteration_old.pth.tar",
+    ]
+    with pytest.raises(ValueError, match="keep_last must be >= 1"):
+        CkptSaver(TinyPolicy(), tmp_path, keep_last=0)
