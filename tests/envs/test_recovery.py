@@ -35,6 +35,22 @@ class AlwaysCrashes(Crashy):
         raise RuntimeError("broken for good")
 
 
+class ResetCrashy(Crashy):
+    """Steps never fail; the first instance's second reset raises, and with ``broken`` every reset."""
+
+    broken = False
+
+    def reset(self, *, seed=None, options=None):
+        self.resets = getattr(self, "resets", 0) + 1
+        if ResetCrashy.broken or (self.generation == 1 and self.resets == 2):
+            raise OSError("simulator lost its window")
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], dtype=np.float32), 1.0, False, self.t >= 5, {}
+
+
 @pytest.fixture(autouse=True)
 def reset_count():
     Crashy.instances = 0
@@ -59,3 +75,20 @@ def test_an_env_that_keeps_crashing_stops_with_a_clear_error():
     env.step(0)
     with pytest.raises(RuntimeError, match="failed 3 times in a row"):
         env.step(0)
+
+
+def test_a_failed_reset_is_retried_on_a_new_instance():
+    env = VectorEnvManager(lambda: RecreateOnError(ResetCrashy), num_envs=1, seed=0)
+    steps = [env.step(np.zeros(1, dtype=np.int64)) for _ in range(7)]  # episode ends at 5: auto-reset
+    assert [bool(s["truncated"][0]) for s in steps] == [False] * 4 + [True, False, False]
+    np.testing.assert_array_equal(steps[5]["obs"], [[0.0]])  # the new instance's first observation
+    assert Crashy.instances == 2
+
+
+def test_an_env_whose_reset_keeps_failing_stops_with_a_clear_error(monkeypatch):
+    env = RecreateOnError(ResetCrashy, max_consecutive_errors=2)
+    env.reset()
+    monkeypatch.setattr(ResetCrashy, "broken", True)
+    with pytest.raises(RuntimeError, match=r"failed 3 times in a row \(last error: OSError"):
+        env.reset()
+    assert Crashy.instances == 3  # the first, and two replacements that failed too
