@@ -2,8 +2,11 @@
 
 :class:`RecreateOnError` wraps one environment. When its ``step`` raises, the broken
 instance is dropped, a new one is made from the same factory, and the step is reported as
-the end of a *truncated* episode (reward 0, ``next_obs`` = the last good observation), so
-the transitions collected so far stay valid and none is silently lost. The next ``reset``
+the end of a *truncated* episode (reward 0, ``next_obs`` = the last good observation, and
+``info["env_error"]``), so the transitions collected so far stay valid and none is silently
+lost. That placeholder step is not a transition: the vector env flags it
+(:data:`~rlpipe.utils.batch.FAILED_STEP`) and the pipeline drops it, ending the episode
+at the step before. The next ``reset``
 (the vector env's auto-reset) starts an episode in the new instance. When ``reset`` raises,
 the instance is replaced the same way and the reset retried.
 """
@@ -14,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+
+from rlpipe.utils.batch import FAILED_STEP
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +53,7 @@ class RecreateOnError(gym.Wrapper):
             result = self.env.step(action)
         except Exception as err:  # an env may raise anything; the run must go on
             self._replace_env(err, "step")
-            return self._last_obs, 0.0, False, True, {"env_error": repr(err)}
+            return self._last_obs, 0.0, False, True, {FAILED_STEP: repr(err)}
         self._consecutive_errors = 0
         self._last_obs = result[0]
         return result

@@ -3,7 +3,9 @@
 :class:`VectorEnvManager` steps ``num_envs`` environments together with same-step
 auto-reset: when an episode ends, the returned transition carries the episode's real last
 observation as ``next_obs`` while :attr:`VectorEnvManager.obs` already holds the new
-episode's first observation. ``terminated`` and ``truncated`` stay separate columns.
+episode's first observation. ``terminated`` and ``truncated`` stay separate columns;
+``env_error`` flags the placeholder steps of environments that raised (see
+:func:`rlpipe.utils.batch.end_episodes_at_failed_steps`).
 """
 from __future__ import annotations
 
@@ -18,8 +20,17 @@ from rlpipe.config.loader import ConfigError
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
+from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
+
+
+def _failed_steps(info: dict[str, Any], num_envs: int) -> np.ndarray:
+    """Which envs' steps failed (RecreateOnError's ``env_error``, in the ended episodes' info)."""
+    final_info = info.get("final_info")
+    if final_info is None or "_" + FAILED_STEP not in final_info:
+        return np.zeros(num_envs, dtype=bool)
+    return np.asarray(final_info["_" + FAILED_STEP], dtype=bool)
 
 
 def is_goal_env(env: gym.Env) -> bool:
@@ -106,6 +117,7 @@ class VectorEnvManager:
             "terminated": terminated,
             "truncated": truncated,
             "env_id": self.env_id,
+            FAILED_STEP: _failed_steps(info, len(done)),
         }
         self.obs = next_obs
         return batch

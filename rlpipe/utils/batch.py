@@ -18,3 +18,31 @@ def concat_batches(batches: Sequence[Mapping[str, np.ndarray]]) -> Batch:
 def num_rows(batch: Mapping[str, np.ndarray]) -> int:
     """Rows in a batch (the leading dimension of its first field)."""
     return len(next(iter(batch.values())))
+
+
+FAILED_STEP = "env_error"
+"""Column of collected steps: True where the environment raised and was recreated. Such a
+row is a placeholder (reward 0, ``next_obs`` = ``obs``), not a transition; see
+:func:`end_episodes_at_failed_steps`."""
+
+
+def end_episodes_at_failed_steps(batch: Mapping[str, np.ndarray]) -> Batch:
+    """``batch`` without its failed-step rows and without the :data:`FAILED_STEP` column.
+
+    A failed step's episode ends at the step before: that row of the same ``env_id`` (if it
+    is in ``batch``) becomes ``truncated``, so n-step windows and episodes stop there, and
+    its ``next_obs``, the last good observation, is what a learner bootstraps from. Rows
+    must be in time order within each environment.
+    """
+    failed = batch.get(FAILED_STEP)
+    out = {key: value for key, value in batch.items() if key != FAILED_STEP}
+    if failed is None or not failed.any():
+        return out
+    env = batch["env_id"] if "env_id" in batch else np.zeros(len(failed), dtype=np.int64)
+    truncated = out["truncated"].copy()
+    for row in np.flatnonzero(failed):  # crashes are rare: a loop over them only
+        before = np.flatnonzero(env[:row] == env[row])
+        if len(before):
+            truncated[before[-1]] = True
+    out["truncated"] = truncated
+    return {key: value[~failed] for key, value in out.items()}

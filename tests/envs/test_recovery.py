@@ -63,6 +63,7 @@ def test_crash_truncates_the_episode_and_recreates_the_env():
     assert truncated == [False, False, True, False, False]
     crash = steps[2]
     assert crash["reward"][0] == 0.0 and not crash["terminated"][0]
+    assert [bool(s["env_error"][0]) for s in steps] == [False, False, True, False, False]
     np.testing.assert_array_equal(crash["next_obs"], [[2.0]])  # the last good observation
     np.testing.assert_array_equal(steps[3]["obs"], [[0.0]])  # a fresh episode in the new instance
     assert Crashy.instances == 2

@@ -13,7 +13,7 @@ import numpy as np
 from rlpipe.envs.vector import VectorEnvManager
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
-from rlpipe.utils.batch import Batch, concat_batches
+from rlpipe.utils.batch import Batch, concat_batches, end_episodes_at_failed_steps, num_rows
 
 
 def _act(policy: Any, env: VectorEnvManager, ctx: OnlineRLContext, random_collect_size: int) -> np.ndarray:
@@ -60,7 +60,8 @@ class EpisodeCollector:
 
     Each episode is a columnar dict (leading dim = episode length) ending in a terminated or
     truncated step. Episodes still running when enough have finished continue in the next
-    call, so no steps are thrown away.
+    call, so no steps are thrown away; an env's failed step is dropped and its episode ends,
+    truncated, at the step before.
     """
 
     def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:
@@ -82,7 +83,9 @@ class EpisodeCollector:
             now = len(self._history) - 1
             for e in np.flatnonzero(step["terminated"] | step["truncated"]):
                 rows = self._history[self._start[e] : now + 1]
-                episodes.append({key: np.stack([row[key][e] for row in rows]) for key in step})
+                episode = end_episodes_at_failed_steps({key: np.stack([row[key][e] for row in rows]) for key in step})
+                if num_rows(episode):  # empty when the env failed at the episode's first step
+                    episodes.append(episode)
                 self._start[e] = now + 1
             self._forget_finished_steps()
         ctx.episodes = episodes

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 
+from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import EpisodeCollector, StepCollector
 
@@ -70,3 +72,36 @@ def test_episode_collector_returns_whole_episodes_and_carries_over(cartpole_env)
     # every finished step is in exactly one episode; the rest belong to running episodes
     finished_steps = sum(len(ep["reward"]) for ep in both)
     assert ctx.env_step - 3 * 200 < finished_steps <= ctx.env_step
+
+
+class FailsOnce(gym.Env):
+    """Counts up to 5 steps per episode; the first instance made raises on its 3rd step."""
+
+    made = 0
+
+    def __init__(self) -> None:
+        FailsOnce.made += 1
+        self.broken = FailsOnce.made == 1
+        self.observation_space = gym.spaces.Box(0, 9, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.broken and self.t == 3:
+            raise RuntimeError("simulator died")
+        return np.full(1, self.t, dtype=np.float32), 1.0, False, self.t >= 5, {}
+
+
+def test_episode_collector_ends_an_episode_before_its_failed_step(monkeypatch):
+    monkeypatch.setattr(FailsOnce, "made", 0)
+    env = VectorEnvManager(lambda: RecreateOnError(FailsOnce), num_envs=1, seed=0)
+    ctx = OnlineRLContext()
+    EpisodeCollector(cfg(n_episode=2), ConstantActor(), env)(ctx)
+    failed, whole = ctx.episodes
+    assert "env_error" not in failed and failed["obs"][:, 0].tolist() == [0, 1]
+    assert failed["truncated"].tolist() == [False, True] and failed["next_obs"][-1, 0] == 2
+    assert len(whole["reward"]) == 5 and ctx.env_step == 8  # the failed step still counts as a step

@@ -56,6 +56,16 @@ def test_pusher_pushes_trajectories_in_one_batch_and_episodes_one_each() -> None
     assert buf.get(-1).meta["env"] == 1
 
 
+def test_pusher_leaves_out_failed_steps() -> None:
+    batch = steps(3)
+    batch["env_error"] = np.arange(6) == 3  # env 1 failed at t=1
+    buf = DequeBuffer(10)
+    data_pusher(config(), buf)(OnlineRLContext(trajectories=batch))
+    stored = buf.sample_batch(5, indices=buf.storage.ids[buf.storage.ordered_slots()]).data
+    assert stored["action"].tolist() == [0, 1, 2, 4, 5] and "env_error" not in stored
+    assert stored["truncated"].tolist() == [False, True, False, False, False]  # env 1's step before
+
+
 def test_fetcher_shortage_sets_none_and_warns(caplog) -> None:
     buf = DequeBuffer(10)
     buf.push_batch(steps(1))

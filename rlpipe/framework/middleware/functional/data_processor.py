@@ -16,7 +16,7 @@ import numpy as np
 
 from rlpipe.data import Buffer, SampledBatch
 from rlpipe.data.nstep import NStepAccumulator
-from rlpipe.utils.batch import num_rows
+from rlpipe.utils.batch import end_episodes_at_failed_steps, num_rows
 
 GROUP_KEY = "env"
 """Meta key under which the pusher records each row's env (the fetcher's sequence groups)."""
@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> Callable[[Any], None]:
     """Middleware pushing ``ctx.trajectories`` (one ``push_batch``) or each of ``ctx.episodes``.
 
+    Failed steps (placeholders of envs that raised) are not pushed; see
+    :func:`rlpipe.utils.batch.end_episodes_at_failed_steps`.
+
     Rows get meta ``train_iter_data_collected`` (for staleness checks) and, with
     ``group_by_env`` (default: when ``cfg.policy.collect.unroll_len > 1``), ``env`` = their
     ``env_id``, which sequence sampling groups by.
@@ -37,7 +40,7 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
 
     def _push(ctx: Any) -> None:
         if ctx.trajectories is not None:
-            batch = ctx.trajectories
+            batch = end_episodes_at_failed_steps(ctx.trajectories)
             n = num_rows(batch)
             if n == 0:
                 return
