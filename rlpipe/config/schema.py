@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 
 class _Strict(BaseModel):
@@ -23,6 +23,12 @@ class EnvConfig(_Strict):
     n_evaluator_episode: PositiveInt = Field(10, description="Episodes per evaluation.")
     stop_value: float = Field(475.0, description="Mean evaluation return at which training stops.")
     max_episode_steps: PositiveInt | None = Field(None, description="Override of the env's time limit.")
+    asynchronous: bool = Field(False, description="Run each environment in its own subprocess.")
+    step_timeout: PositiveFloat | None = Field(
+        None,
+        description="Seconds a vector step may take (needs env.asynchronous); past it the environments are "
+        "restarted and their episodes end truncated.",
+    )
 
 
 class ModelConfig(_Strict):
@@ -172,4 +178,6 @@ class Config(_Strict):
             raise ValueError("policy.collect.unroll_len > 1 needs a sequence policy; 'dqn' trains on single steps")
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")
+        if self.env.step_timeout is not None and not self.env.asynchronous:
+            raise ValueError("env.step_timeout needs env.asynchronous=true (only a subprocess can be stopped)")
         return self

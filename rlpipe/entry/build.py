@@ -32,7 +32,9 @@ def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
     """``num_envs`` environments as ``cfg.env`` describes them; a one-line error when they can't be made."""
     factory = make_env_factory(cfg)
     try:
-        return VectorEnvManager(factory, num_envs, seed=seed)
+        return VectorEnvManager(
+            factory, num_envs, seed=seed, asynchronous=cfg.env.asynchronous, step_timeout=cfg.env.step_timeout
+        )
     except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ConfigError(

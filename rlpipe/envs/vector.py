@@ -6,9 +6,16 @@ observation as ``next_obs`` while :attr:`VectorEnvManager.obs` already holds the
 episode's first observation. ``terminated`` and ``truncated`` stay separate columns;
 ``env_error`` flags the placeholder steps of environments that raised (see
 :func:`rlpipe.utils.batch.end_episodes_at_failed_steps`).
+
+An environment that raises is recreated by :class:`RecreateOnError`. One that hangs can
+only be stopped from outside its process: with ``asynchronous=True`` (one subprocess per
+environment) and a ``step_timeout``, a vector step that takes longer terminates every
+worker, starts them afresh, and reports that step as failed for every environment.
 """
 from __future__ import annotations
 
+import logging
+import multiprocessing
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +30,7 @@ from rlpipe.envs.registration import register_envs
 from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
+logger = logging.getLogger(__name__)
 
 
 def _failed_steps(info: dict[str, Any], num_envs: int) -> np.ndarray:
@@ -70,13 +78,35 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
 
 
 class VectorEnvManager:
-    """``num_envs`` copies of one environment, stepped together, with same-step auto-reset."""
+    """``num_envs`` copies of one environment, stepped together, with same-step auto-reset.
 
-    def __init__(self, factory: EnvFactory, num_envs: int, seed: int = 0, asynchronous: bool = False) -> None:
+    ``asynchronous``: each environment in its own subprocess. ``step_timeout`` (seconds;
+    needs ``asynchronous``): restart the environments when a step takes longer;
+    ``max_consecutive_hangs`` restarts with no good step between stop the run.
+    """
+
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int,
+        seed: int = 0,
+        asynchronous: bool = False,
+        step_timeout: float | None = None,
+        max_consecutive_hangs: int = 3,
+    ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        vector_cls = AsyncVectorEnv if asynchronous else SyncVectorEnv
-        self._env = vector_cls([factory] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+        if step_timeout is not None and (not asynchronous or step_timeout <= 0):
+            raise ValueError(f"step_timeout needs asynchronous=True and a positive value, got {step_timeout}")
+        self._make_vector = lambda: (AsyncVectorEnv if asynchronous else SyncVectorEnv)(
+            [factory] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP
+        )
+        self._env = self._make_vector()
+        self._seed = seed
+        self._step_timeout = step_timeout
+        self._max_consecutive_hangs = max_consecutive_hangs
+        self._consecutive_hangs = 0
+        self.restarts = 0
         self.num_envs = num_envs
         self.observation_space: gym.Space = self._env.single_observation_space
         self.action_space: gym.Space = self._env.single_action_space
@@ -102,7 +132,16 @@ class VectorEnvManager:
 
     def step(self, action: np.ndarray) -> dict[str, np.ndarray]:
         """Step every environment once; return the transitions as a columnar batch."""
-        next_obs, reward, terminated, truncated, info = self._env.step(action)
+        env = self._env
+        if self._step_timeout is None or not isinstance(env, AsyncVectorEnv):
+            next_obs, reward, terminated, truncated, info = env.step(action)
+        else:
+            env.step_async(action)
+            try:
+                next_obs, reward, terminated, truncated, info = env.step_wait(timeout=self._step_timeout)
+            except multiprocessing.TimeoutError:
+                return self._restart_after_hang(env, action)
+            self._consecutive_hangs = 0
         done = terminated | truncated
         final_next_obs = next_obs
         if done.any():
@@ -121,6 +160,31 @@ class VectorEnvManager:
         }
         self.obs = next_obs
         return batch
+
+    def _restart_after_hang(self, hung: AsyncVectorEnv, action: np.ndarray) -> dict[str, np.ndarray]:
+        """Replace every worker; the hung step is a failed step of every environment."""
+        hung.close(terminate=True)
+        self._consecutive_hangs += 1
+        if self._consecutive_hangs > self._max_consecutive_hangs:
+            raise RuntimeError(
+                f"environments hung (a step took over {self._step_timeout} s) {self._consecutive_hangs} times in a row"
+            )
+        logger.warning("a vector step took over %s s: restarting the environments", self._step_timeout)
+        self._env = self._make_vector()
+        self.restarts += 1
+        n = self.num_envs
+        failed = {
+            "obs": self.obs,
+            "action": np.asarray(action),
+            "reward": np.zeros(n, dtype=np.float32),
+            "next_obs": self.obs,
+            "terminated": np.zeros(n, dtype=bool),
+            "truncated": np.ones(n, dtype=bool),
+            "env_id": self.env_id,
+            FAILED_STEP: np.ones(n, dtype=bool),
+        }
+        self.reset(self._seed + self.restarts * n)  # fresh, reproducible episodes in the new workers
+        return failed
 
     def close(self) -> None:
         self._env.close()

@@ -81,6 +81,8 @@ def one_line_error(capsys, argv) -> str:
         (["train", "bitflip-her-dqn", "env.env_kwargs.n_bits=0"],
          "config key 'env.env_kwargs': env 'rlpipe/BitFlip-v0'"),
         (["train", "cartpole-dqn", "env.env_kwargs.foo=3"], "config key 'env.env_kwargs': env 'CartPole-v1'"),
+        (["train", "cartpole-dqn", "env.step_timeout=5"], "env.step_timeout needs env.asynchronous=true"),
+        (["train", "cartpole-dqn", "env.asynchronous=true", "env.step_timeout=0"], "env.step_timeout"),
     ],
 )
 def test_bad_train_input_fails_in_one_line(capsys, tmp_path, argv, expected):

@@ -69,3 +69,14 @@ def test_her_pipeline_relabels_through_the_envs_compute_reward(tmp_path):
     summary = train(cfg, tmp_path / "run")
     assert summary.env_step >= 200 and summary.train_iter > 0
     assert GridGoalEnv.batched_reward_calls - calls_before >= summary.train_iter  # one per relabelled batch
+
+
+def test_training_runs_on_subprocess_environments_with_a_step_timeout(tmp_path):
+    cfg = load_config(
+        "cartpole-dqn",
+        ["env.asynchronous=true", "env.step_timeout=30", "env.collector_env_num=2", "env.evaluator_env_num=2",
+         "env.n_evaluator_episode=2", "run.max_env_step=200", "run.progress=false", "policy.collect.n_sample=20",
+         "policy.learn.batch_size=16", "policy.eval.evaluator.eval_freq=5"],
+    )
+    summary = train(cfg, tmp_path / "run")
+    assert summary.env_step >= 200 and summary.train_iter > 0
