@@ -148,18 +148,30 @@ class VectorEnvManager:
             final_next_obs = next_obs.copy()
             rows = np.flatnonzero(done)
             final_next_obs[rows] = np.stack(info["final_obs"][rows])
-        batch = {
+        batch = self._transitions(action, reward, final_next_obs, terminated, truncated, _failed_steps(info, len(done)))
+        self.obs = next_obs
+        return batch
+
+    def _transitions(
+        self,
+        action: np.ndarray,
+        reward: np.ndarray,
+        next_obs: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        failed: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """One vector step as the columnar batch :meth:`step` returns (``obs``: the current one)."""
+        return {
             "obs": self.obs,
             "action": np.asarray(action),
             "reward": reward.astype(np.float32, copy=False),
-            "next_obs": final_next_obs,
+            "next_obs": next_obs,
             "terminated": terminated,
             "truncated": truncated,
             "env_id": self.env_id,
-            FAILED_STEP: _failed_steps(info, len(done)),
+            FAILED_STEP: failed,
         }
-        self.obs = next_obs
-        return batch
 
     def _restart_after_hang(self, hung: AsyncVectorEnv, action: np.ndarray) -> dict[str, np.ndarray]:
         """Replace every worker; the hung step is a failed step of every environment."""
@@ -172,18 +184,9 @@ class VectorEnvManager:
         logger.warning("a vector step took over %s s: restarting the environments", self._step_timeout)
         self._env = self._make_vector()
         self.restarts += 1
-        n = self.num_envs
-        failed = {
-            "obs": self.obs,
-            "action": np.asarray(action),
-            "reward": np.zeros(n, dtype=np.float32),
-            "next_obs": self.obs,
-            "terminated": np.zeros(n, dtype=bool),
-            "truncated": np.ones(n, dtype=bool),
-            "env_id": self.env_id,
-            FAILED_STEP: np.ones(n, dtype=bool),
-        }
-        self.reset(self._seed + self.restarts * n)  # fresh, reproducible episodes in the new workers
+        no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
+        failed = self._transitions(action, np.zeros(self.num_envs), self.obs, no, yes, yes)
+        self.reset(self._seed + self.restarts * self.num_envs)  # fresh, reproducible episodes in the new workers
         return failed
 
     def close(self) -> None:
