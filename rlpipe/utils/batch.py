@@ -30,19 +30,23 @@ def end_episodes_at_failed_steps(batch: Mapping[str, np.ndarray]) -> Batch:
     """``batch`` without its failed-step rows and without the :data:`FAILED_STEP` column.
 
     A failed step's episode ends at the step before: that row of the same ``env_id`` (if it
-    is in ``batch``) becomes ``truncated``, so n-step windows and episodes stop there, and
-    its ``next_obs``, the last good observation, is what a learner bootstraps from. Rows
-    must be in time order within each environment.
+    is in ``batch``, not failed itself and not already an episode's end) becomes
+    ``truncated``, so n-step windows and episodes stop there, and its ``next_obs``, the last
+    good observation, is what a learner bootstraps from. Rows must be in time order within
+    each environment.
     """
-    failed = batch.get(FAILED_STEP)
     out = {key: value for key, value in batch.items() if key != FAILED_STEP}
-    if failed is None or not failed.any():
+    if FAILED_STEP not in batch:
+        return out
+    failed = np.asarray(batch[FAILED_STEP], dtype=bool)
+    if not failed.any():
         return out
     env = batch["env_id"] if "env_id" in batch else np.zeros(len(failed), dtype=np.int64)
+    ended = failed | out["terminated"] | out["truncated"]
     truncated = out["truncated"].copy()
     for row in np.flatnonzero(failed):  # crashes are rare: a loop over them only
         before = np.flatnonzero(env[:row] == env[row])
-        if len(before):
+        if len(before) and not ended[before[-1]]:
             truncated[before[-1]] = True
     out["truncated"] = truncated
     return {key: value[~failed] for key, value in out.items()}

@@ -7,21 +7,37 @@ import numpy as np
 from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps
 
 
-def test_a_failed_step_is_dropped_and_the_step_before_of_its_env_truncated() -> None:
-    batch = {
-        "env_id": np.array([0, 1, 0, 1, 0]),
-        "reward": np.array([1.0, 2.0, 3.0, 0.0, 5.0]),
-        "truncated": np.zeros(5, dtype=bool),
-        FAILED_STEP: np.array([False, False, False, True, False]),
+def steps(env_id, terminated, truncated, failed) -> dict[str, np.ndarray]:
+    n = len(env_id)
+    return {
+        "env_id": np.asarray(env_id),
+        "reward": np.arange(n, dtype=np.float32),
+        "terminated": np.asarray(terminated, dtype=bool),
+        "truncated": np.asarray(truncated, dtype=bool),
+        FAILED_STEP: np.asarray(failed),
     }
+
+
+def test_a_failed_step_is_dropped_and_the_step_before_of_its_env_truncated() -> None:
+    batch = steps([0, 1, 0, 1, 0], [0] * 5, [0, 0, 0, 1, 0], [0, 0, 0, 1, 0])
     out = end_episodes_at_failed_steps(batch)
-    assert FAILED_STEP not in out and out["reward"].tolist() == [1.0, 2.0, 3.0, 5.0]
+    assert FAILED_STEP not in out and out["reward"].tolist() == [0, 1, 2, 4]
     assert out["truncated"].tolist() == [False, True, False, False]  # env 1's step before the failure
-    assert not batch["truncated"].any()  # the input is left as it was
+    assert not batch["truncated"][:3].any()  # the input is left as it was
+
+
+def test_a_step_before_that_already_ended_an_episode_or_failed_is_left_alone() -> None:
+    # env 0: terminated at row 0, then its new episode fails at once (row 1), then again (row 2)
+    batch = steps([0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0])
+    out = end_episodes_at_failed_steps(batch)
+    assert out["reward"].tolist() == [0, 3]
+    assert out["terminated"].tolist() == [True, False] and out["truncated"].tolist() == [False, False]
 
 
 def test_without_failures_only_the_column_goes() -> None:
-    batch = {"reward": np.ones(2), "truncated": np.zeros(2, dtype=bool), FAILED_STEP: np.zeros(2, dtype=bool)}
-    assert end_episodes_at_failed_steps(batch).keys() == {"reward", "truncated"}
-    only_failed = {"reward": np.zeros(1), "truncated": np.ones(1, dtype=bool), FAILED_STEP: np.ones(1, dtype=bool)}
-    assert len(end_episodes_at_failed_steps(only_failed)["reward"]) == 0  # no env_id: one env
+    assert end_episodes_at_failed_steps(steps([0, 1], [0, 0], [0, 0], [0, 0])).keys() == {
+        "env_id", "reward", "terminated", "truncated"
+    }
+    only_failed = steps([0], [0], [1], [1])
+    del only_failed["env_id"]  # without env_id: one environment
+    assert len(end_episodes_at_failed_steps(only_failed)["reward"]) == 0

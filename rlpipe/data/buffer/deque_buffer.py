@@ -53,6 +53,14 @@ def check_size(
     return size
 
 
+def _flatten_leading(key: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` (leading dims ``shape``) with those dims flattened into one; ValueError naming ``key``."""
+    value = np.asarray(value)
+    if value.shape[: len(shape)] != shape:
+        raise ValueError(f"meta '{key}' has shape {value.shape}, indices have shape {shape}")
+    return value.reshape(-1, *value.shape[len(shape) :])
+
+
 class DequeBuffer(Buffer):
     """FIFO replay buffer of ``size`` items. ``seed`` seeds its sampling generator."""
 
@@ -331,9 +339,17 @@ class DequeBuffer(Buffer):
         return True
 
     def update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
-        """Set meta fields of many items at once; returns which indices still existed."""
+        """Set meta fields of many items at once; returns which indices still existed.
+
+        ``indices`` may have any shape (e.g. [B, T] of a sequence batch); each meta value then
+        starts with that shape, and the result has it.
+        """
+        ids = np.asarray(indices, dtype=np.int64)
+        if ids.ndim != 1:
+            meta = {key: _flatten_leading(key, value, ids.shape) for key, value in meta.items()}
         with self.storage.lock:
-            return self._apply("update_batch", self._update_batch, np.asarray(indices, dtype=np.int64), meta)
+            exists = self._apply("update_batch", self._update_batch, ids.reshape(-1), meta)
+        return exists.reshape(ids.shape)
 
     def _update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
         if meta and batch_length(meta, "meta") != len(indices):

@@ -99,16 +99,22 @@ class Table:
         self.records: np.ndarray | None = None
         self.in_records: set[str] = set()
         """The columns that are still fields of ``records`` (one that turned object is not)."""
+        self._record_views: dict[str, np.ndarray] = {}  # packed fields whose column is not made yet
 
     def _pack(self, fields: Mapping[str, tuple[np.dtype, tuple[int, ...]]]) -> None:
-        """Allocate the records for ``fields`` (name -> (dtype, row shape)) and their column views."""
-        layout = np.dtype([(key, dtype, shape) for key, (dtype, shape) in fields.items()])
-        small = self.pack_min_bytes is None or layout.itemsize * self.capacity < self.pack_min_bytes
-        if small or not fields or layout.names != tuple(fields):  # names: one numpy renames (e.g. "")
+        """Allocate the records for ``fields`` (name -> (dtype, row shape)) if they are large enough.
+
+        Each field's column becomes its view of the records when :meth:`_new_column` makes it,
+        so columns keep the order of the write. Names numpy's structured dtypes cannot hold
+        (non-strings, "") keep separate columns.
+        """
+        row_bytes = sum(np.dtype(dtype).itemsize * int(np.prod(shape)) for dtype, shape in fields.values())
+        if self.pack_min_bytes is None or not fields or row_bytes * self.capacity < self.pack_min_bytes:
             return
-        self.records = np.zeros(self.capacity, dtype=layout)
-        for key in fields:
-            self.columns[key] = self.records[key]
+        if not all(isinstance(key, str) and key for key in fields):
+            return
+        self.records = np.zeros(self.capacity, dtype=[(key, dtype, shape) for key, (dtype, shape) in fields.items()])
+        self._record_views = {key: self.records[key] for key in fields}
         self.in_records = set(fields)
 
     def _pack_first_write(self, examples: Mapping[str, np.ndarray | None]) -> None:
@@ -214,10 +220,11 @@ class Table:
             mask[slots] = False
 
     def _new_column(self, key: str, example: np.ndarray | None) -> np.ndarray:
-        if example is None:
-            col = np.empty(self.capacity, dtype=object)
-        else:
-            col = np.zeros((self.capacity, *example.shape), dtype=example.dtype)
+        col = self._record_views.pop(key, None)
+        if col is None:
+            col = np.empty(self.capacity, dtype=object) if example is None else np.zeros(
+                (self.capacity, *example.shape), dtype=example.dtype
+            )
         self.columns[key] = col
         if self.written:
             self.present[key] = np.zeros(self.capacity, dtype=bool)
@@ -295,21 +302,17 @@ class Table:
         """
         self.columns.clear()
         self.present.clear()
-        self.records, self.in_records = None, set()
-        if self.pack_min_bytes is not None:
-            self._pack(
-                {
-                    key: (values.dtype, values.shape[1:])
-                    for key, (values, _, sparse) in fields.items()
-                    if not sparse and values.dtype.kind in _NUMERIC_KINDS
-                }
-            )
+        self.written = False  # the columns made here get their masks from ``fields``
+        self.records, self.in_records, self._record_views = None, set(), {}
+        self._pack(
+            {
+                key: (values.dtype, values.shape[1:])
+                for key, (values, _, sparse) in fields.items()
+                if not sparse and values.dtype.kind in _NUMERIC_KINDS
+            }
+        )
         for key, (values, slots, sparse) in fields.items():
-            col = self.columns.get(key)
-            if col is None:
-                shape = (self.capacity, *values.shape[1:])
-                col = np.empty(shape, dtype=object) if values.dtype == object else np.zeros(shape, values.dtype)
-                self.columns[key] = col
+            col = self._new_column(key, None if values.dtype == object else np.zeros(values.shape[1:], values.dtype))
             col[slots] = values
             if sparse:
                 mask = self.present[key] = np.zeros(self.capacity, dtype=bool)

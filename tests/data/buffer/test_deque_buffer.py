@@ -136,6 +136,16 @@ def test_update_batch_sets_meta_and_reports_missing() -> None:
     assert buf.get_by_index(3).meta == {"env": 3}
 
 
+def test_update_batch_takes_indices_of_any_shape() -> None:
+    buf = DequeBuffer(4)
+    buf.push_batch(transitions(4))
+    ok = buf.update_batch(np.array([[0, 1], [2, 9]]), {"priority": np.array([[1.0, 2.0], [3.0, 4.0]])})
+    assert ok.tolist() == [[True, True], [True, False]]
+    assert [buf.get_by_index(i).meta["priority"] for i in range(3)] == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match=r"meta 'priority' has shape \(4,\), indices have shape \(2, 2\)"):
+        buf.update_batch(np.array([[0, 1], [2, 3]]), {"priority": np.ones(4)})
+
+
 def test_type_change_moves_field_to_object_column() -> None:
     buf = DequeBuffer(4)
     buf.push({"obs": np.zeros(2), "info": 1})

@@ -98,6 +98,18 @@ def test_packed_table_keeps_the_first_numeric_fields_in_one_record(first_write: 
     np.testing.assert_array_equal(table.column("obs", slots), batch["obs"][slots])
 
 
+def test_packing_keeps_the_field_order_and_skips_names_a_record_cannot_hold() -> None:
+    batch = {"tag": np.array(["a", "b"], dtype=object), "obs": np.zeros((2, 2), np.float32), "act": np.arange(2)}
+    table = Table(2, pack_min_bytes=0)
+    table.write_rows(slice(0, 2), batch, slice(None))
+    assert table.in_records == {"obs", "act"} and list(table.columns) == ["tag", "obs", "act"]
+    assert list(table.gather(np.array([1]))) == ["tag", "obs", "act"]
+    for odd in ({1: np.zeros(2), "a": np.ones(2)}, {"f1": np.zeros(2), "": np.ones(2)}):
+        table = Table(2, pack_min_bytes=0)
+        table.write_rows(slice(0, 2), odd, slice(None))
+        assert table.records is None and table.gather(np.array([0])).keys() == odd.keys()
+
+
 def test_packed_fields_that_turn_object_or_come_later_are_kept_apart() -> None:
     table = Table(3, pack_min_bytes=0)
     table.write_rows(slice(0, 2), {"obs": np.ones((2, 2), np.float32), "r": np.zeros(2)}, slice(None))

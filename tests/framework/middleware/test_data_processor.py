@@ -66,6 +66,19 @@ def test_pusher_leaves_out_failed_steps() -> None:
     assert stored["truncated"].tolist() == [False, True, False, False, False]  # env 1's step before
 
 
+def test_pusher_ends_the_episode_of_a_failed_step_whose_step_before_it_pushed_earlier() -> None:
+    buf = DequeBuffer(10)
+    pusher = data_pusher(config(), buf)
+    for t, failed in enumerate([[False, False], [True, False], [False, True]]):  # one vector step a call
+        batch = steps(1, start=t)
+        batch["env_error"] = np.array(failed)
+        batch["terminated"][1] = t == 1  # env 1's episode ends at t=1: nothing left to truncate
+        pusher(OnlineRLContext(trajectories=batch))
+    stored = [buf.get(i).data for i in range(buf.count())]
+    assert [int(row["action"]) for row in stored] == [0, 1, 3, 4]  # env 0 failed at t=1, env 1 at t=2
+    assert [bool(row["truncated"]) for row in stored] == [True, False, False, False]
+
+
 def test_fetcher_shortage_sets_none_and_warns(caplog) -> None:
     buf = DequeBuffer(10)
     buf.push_batch(steps(1))

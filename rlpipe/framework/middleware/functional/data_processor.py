@@ -16,7 +16,7 @@ import numpy as np
 
 from rlpipe.data import Buffer, SampledBatch
 from rlpipe.data.nstep import NStepAccumulator
-from rlpipe.utils.batch import end_episodes_at_failed_steps, num_rows
+from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps, num_rows
 
 GROUP_KEY = "env"
 """Meta key under which the pusher records each row's env (the fetcher's sequence groups)."""
@@ -28,18 +28,22 @@ logger = logging.getLogger(__name__)
 def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> Callable[[Any], None]:
     """Middleware pushing ``ctx.trajectories`` (one ``push_batch``) or each of ``ctx.episodes``.
 
-    Failed steps (placeholders of envs that raised) are not pushed; see
-    :func:`rlpipe.utils.batch.end_episodes_at_failed_steps`.
-
     Rows get meta ``train_iter_data_collected`` (for staleness checks) and, with
     ``group_by_env`` (default: when ``cfg.policy.collect.unroll_len > 1``), ``env`` = their
-    ``env_id``, which sequence sampling groups by.
+    ``env_id``, which sequence sampling groups by. Failed steps (placeholders of envs that
+    raised) are not pushed, and the env's step before becomes the end of its episode, also
+    when it was pushed in the previous call (see
+    :func:`rlpipe.utils.batch.end_episodes_at_failed_steps`).
     """
     if group_by_env is None:
         group_by_env = cfg.policy.collect.unroll_len > 1
+    previous: tuple[np.ndarray, np.ndarray] | None = None  # ids and env_id of the last push
 
     def _push(ctx: Any) -> None:
+        nonlocal previous
         if ctx.trajectories is not None:
+            if previous is not None and FAILED_STEP in ctx.trajectories:
+                _end_stored_episodes(buffer_, ctx.trajectories, *previous)
             batch = end_episodes_at_failed_steps(ctx.trajectories)
             n = num_rows(batch)
             if n == 0:
@@ -49,12 +53,34 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
                 if "env_id" not in batch:
                     raise ValueError("data_pusher with group_by_env needs field 'env_id' in ctx.trajectories")
                 meta[GROUP_KEY] = batch["env_id"]
-            buffer_.push_batch(batch, meta)
+            ids = buffer_.push_batch(batch, meta)
+            previous = (ids, batch["env_id"]) if "env_id" in batch else None
         elif ctx.episodes is not None:
             for episode in ctx.episodes:
                 buffer_.push(episode, {COLLECTED: ctx.train_iter})
 
     return _push
+
+
+def _end_stored_episodes(buffer_: Buffer, batch: Mapping[str, np.ndarray], ids: np.ndarray, env_id: np.ndarray) -> None:
+    """Truncate the stored step before each failed step of ``batch`` that has none before it in ``batch``.
+
+    ``ids`` and ``env_id``: the rows of the previous push. A step already an episode's end, or
+    no longer stored, is left alone.
+    """
+    failed = np.asarray(batch[FAILED_STEP], dtype=bool)
+    env = batch["env_id"]
+    for row in np.flatnonzero(failed):  # crashes are rare: a loop over them only
+        mine = np.flatnonzero(env_id == env[row])
+        if (env[:row] == env[row]).any() or not len(mine):
+            continue
+        index = int(ids[mine[-1]])
+        try:
+            data = buffer_.get_by_index(index).data
+        except KeyError:  # overwritten or deleted since
+            continue
+        if not (data["terminated"] or data["truncated"]):
+            buffer_.update(index, data={**data, "truncated": np.True_})
 
 
 def nstep_reward_enhancer(cfg: Any) -> Callable[[Any], None]:
