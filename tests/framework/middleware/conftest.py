@@ -1,6 +1,7 @@
 """Fakes implementing the real interfaces of policies, for middleware tests."""
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -43,3 +44,25 @@ def cartpole_env():
 def fresh_task():
     with task.start():
         yield task
+
+
+class FailsOnce(gym.Env):
+    """Counts up to 5 steps per episode; the first instance made raises on its 3rd step."""
+
+    made = 0
+
+    def __init__(self) -> None:
+        FailsOnce.made += 1
+        self.broken = FailsOnce.made == 1
+        self.observation_space = gym.spaces.Box(0, 9, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.broken and self.t == 3:
+            raise RuntimeError("simulator died")
+        return np.full(1, self.t, dtype=np.float32), 1.0, False, self.t >= 5, {}

@@ -2,14 +2,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import EpisodeCollector, StepCollector
 
-from .conftest import ConstantActor
+from .conftest import ConstantActor, FailsOnce
 
 
 def cfg(n_sample=None, n_episode=None):
@@ -72,28 +71,6 @@ def test_episode_collector_returns_whole_episodes_and_carries_over(cartpole_env)
     # every finished step is in exactly one episode; the rest belong to running episodes
     finished_steps = sum(len(ep["reward"]) for ep in both)
     assert ctx.env_step - 3 * 200 < finished_steps <= ctx.env_step
-
-
-class FailsOnce(gym.Env):
-    """Counts up to 5 steps per episode; the first instance made raises on its 3rd step."""
-
-    made = 0
-
-    def __init__(self) -> None:
-        FailsOnce.made += 1
-        self.broken = FailsOnce.made == 1
-        self.observation_space = gym.spaces.Box(0, 9, shape=(1,), dtype=np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        self.t = 0
-        return np.zeros(1, dtype=np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        if self.broken and self.t == 3:
-            raise RuntimeError("simulator died")
-        return np.full(1, self.t, dtype=np.float32), 1.0, False, self.t >= 5, {}
 
 
 def test_episode_collector_ends_an_episode_before_its_failed_step(monkeypatch):

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.framework import OnlineRLContext, task
 from rlpipe.framework.middleware import (
     TrainingDivergedError,
@@ -23,7 +24,7 @@ from rlpipe.framework.middleware import (
 )
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
-from .conftest import ConstantActor, RecordingLearner
+from .conftest import ConstantActor, FailsOnce, RecordingLearner
 
 
 def test_epsilon_schedules():
@@ -110,6 +111,13 @@ def test_evaluate_episodes_counts_exactly_n(cartpole_env):
     # reward is 1 per step in CartPole: return equals length
     np.testing.assert_array_equal(out["episode_return"], out["episode_length"])
     assert np.all(out["episode_length"] < 20)
+
+
+def test_an_episode_cut_short_by_a_failed_step_is_not_counted(monkeypatch):
+    monkeypatch.setattr(FailsOnce, "made", 0)
+    env = VectorEnvManager(lambda: RecreateOnError(FailsOnce), num_envs=1, seed=0)
+    out = evaluate_episodes(ConstantActor(), env, 2)
+    assert out["episode_return"].tolist() == [5.0, 5.0]  # not the 2 steps before the failure
 
 
 def test_successive_evaluations_start_new_episodes(cartpole_env):

@@ -9,6 +9,7 @@ import numpy as np
 from rlpipe.envs.vector import VectorEnvManager
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated, task
+from rlpipe.utils.batch import FAILED_STEP
 
 logger = logging.getLogger(__name__)
 
@@ -19,8 +20,9 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     Episodes are split evenly over the environments and the first ones to finish in each
     environment are counted, so that short episodes are not over-represented.
     Each call starts new episodes from the environments' own random streams, so successive
-    evaluations see different start states. Returns ``episode_return`` and ``episode_length``
-    arrays of length ``n_episode``.
+    evaluations see different start states. An episode cut short by a failed environment
+    step is not counted: its return is not the policy's. Returns ``episode_return`` and
+    ``episode_length`` arrays of length ``n_episode``.
     """
     if n_episode < 1:
         raise ValueError(f"the number of evaluation episodes must be >= 1, got {n_episode}")
@@ -35,8 +37,9 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
         step = env.step(policy.forward(env.obs))
         running_return += step["reward"]
         running_length += 1
+        failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
         for e in np.flatnonzero(step["terminated"] | step["truncated"]):
-            if quota[e] > 0:
+            if quota[e] > 0 and not failed[e]:
                 quota[e] -= 1
                 returns.append(float(running_return[e]))
                 lengths.append(int(running_length[e]))
