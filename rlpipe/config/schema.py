@@ -26,8 +26,8 @@ class EnvConfig(_Strict):
     asynchronous: bool = Field(False, description="Run each environment in its own subprocess.")
     step_timeout: PositiveFloat | None = Field(
         None,
-        description="Seconds a vector step may take (needs env.asynchronous); past it the environments are "
-        "restarted and their episodes end truncated.",
+        description="Seconds a vector step or reset may take (needs env.asynchronous); past it, or when a "
+        "worker dies, the environments are restarted and their episodes end truncated.",
     )
 
 

@@ -9,8 +9,9 @@ episode's first observation. ``terminated`` and ``truncated`` stay separate colu
 
 An environment that raises is recreated by :class:`RecreateOnError`. One that hangs can
 only be stopped from outside its process: with ``asynchronous=True`` (one subprocess per
-environment) and a ``step_timeout``, a vector step that takes longer terminates every
-worker, starts them afresh, and reports that step as failed for every environment.
+environment) and a ``step_timeout``, a vector step or reset that takes longer (or a worker
+that dies) kills every worker and starts them afresh; a step is then reported as failed
+for every environment.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
 logger = logging.getLogger(__name__)
+WORKER_FAILURES = (multiprocessing.TimeoutError, EOFError, BrokenPipeError, ConnectionResetError)
+"""What waiting on subprocess environments raises when a worker hangs or has died."""
 
 
 def _failed_steps(info: dict[str, Any], num_envs: int) -> np.ndarray:
@@ -81,8 +84,9 @@ class VectorEnvManager:
     """``num_envs`` copies of one environment, stepped together, with same-step auto-reset.
 
     ``asynchronous``: each environment in its own subprocess. ``step_timeout`` (seconds;
-    needs ``asynchronous``): restart the environments when a step takes longer;
-    ``max_consecutive_hangs`` restarts with no good step between stop the run.
+    needs ``asynchronous``): a step or reset that takes longer, or a worker process that
+    dies, restarts every worker; ``max_consecutive_restarts`` restarts with no good step
+    between stop the run.
     """
 
     def __init__(
@@ -92,7 +96,7 @@ class VectorEnvManager:
         seed: int = 0,
         asynchronous: bool = False,
         step_timeout: float | None = None,
-        max_consecutive_hangs: int = 3,
+        max_consecutive_restarts: int = 3,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -102,10 +106,9 @@ class VectorEnvManager:
             [factory] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP
         )
         self._env = self._make_vector()
-        self._seed = seed
         self._step_timeout = step_timeout
-        self._max_consecutive_hangs = max_consecutive_hangs
-        self._consecutive_hangs = 0
+        self._max_consecutive_restarts = max_consecutive_restarts
+        self._consecutive_restarts = 0
         self.restarts = 0
         self.num_envs = num_envs
         self.observation_space: gym.Space = self._env.single_observation_space
@@ -115,6 +118,10 @@ class VectorEnvManager:
         self.env_id = np.arange(num_envs, dtype=np.int64)
         self.reset(seed)
 
+    def _watched(self) -> AsyncVectorEnv | None:
+        """The vector env when its workers are watched (a ``step_timeout`` is set)."""
+        return self._env if self._step_timeout is not None and isinstance(self._env, AsyncVectorEnv) else None
+
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Start fresh episodes in every environment.
 
@@ -123,6 +130,13 @@ class VectorEnvManager:
         new, yet reproducible, episodes.
         """
         seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
+        while (env := self._watched()) is not None:
+            env.reset_async(seed=seeds)
+            try:
+                self.obs, _ = env.reset_wait(timeout=self._step_timeout)
+                return self.obs
+            except WORKER_FAILURES as err:
+                self._restart(env, err)
         self.obs, _ = self._env.reset(seed=seeds)
         return self.obs
 
@@ -131,17 +145,26 @@ class VectorEnvManager:
         return np.stack([self.action_space.sample() for _ in range(self.num_envs)])
 
     def step(self, action: np.ndarray) -> dict[str, np.ndarray]:
-        """Step every environment once; return the transitions as a columnar batch."""
-        env = self._env
-        if self._step_timeout is None or not isinstance(env, AsyncVectorEnv):
-            next_obs, reward, terminated, truncated, info = env.step(action)
+        """Step every environment once; return the transitions as a columnar batch.
+
+        When the workers are restarted (see the class), every row is a failed step
+        (``env_error``) and the environments start fresh, unseeded episodes: what happens
+        after a hang cannot be reproduced anyway.
+        """
+        env = self._watched()
+        if env is None:
+            next_obs, reward, terminated, truncated, info = self._env.step(action)
         else:
             env.step_async(action)
             try:
                 next_obs, reward, terminated, truncated, info = env.step_wait(timeout=self._step_timeout)
-            except multiprocessing.TimeoutError:
-                return self._restart_after_hang(env, action)
-            self._consecutive_hangs = 0
+            except WORKER_FAILURES as err:
+                self._restart(env, err)
+                no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
+                failed = self._transitions(action, np.zeros(self.num_envs), self.obs, no, yes, yes)
+                self.reset()
+                return failed
+            self._consecutive_restarts = 0
         done = terminated | truncated
         final_next_obs = next_obs
         if done.any():
@@ -173,21 +196,28 @@ class VectorEnvManager:
             FAILED_STEP: failed,
         }
 
-    def _restart_after_hang(self, hung: AsyncVectorEnv, action: np.ndarray) -> dict[str, np.ndarray]:
-        """Replace every worker; the hung step is a failed step of every environment."""
-        hung.close(terminate=True)
-        self._consecutive_hangs += 1
-        if self._consecutive_hangs > self._max_consecutive_hangs:
+    def _restart(self, broken: AsyncVectorEnv, err: BaseException) -> None:
+        """Kill ``broken``'s workers and start new ones; RuntimeError after too many in a row."""
+        # What ``close(terminate=True)`` does, but with SIGKILL (a worker may ignore SIGTERM or be
+        # stuck in a call) and without first waiting on the pending call, which raises again
+        # when a worker has died.
+        for process in broken.processes:
+            if process.is_alive():
+                process.kill()
+        for pipe in broken.parent_pipes:
+            pipe.close()
+        for process in broken.processes:
+            process.join()
+        broken.closed = True  # nothing left for close() or __del__ to do
+        self._consecutive_restarts += 1
+        if self._consecutive_restarts > self._max_consecutive_restarts:
             raise RuntimeError(
-                f"environments hung (a step took over {self._step_timeout} s) {self._consecutive_hangs} times in a row"
+                f"environment workers failed {self._consecutive_restarts} times in a row (hung over "
+                f"{self._step_timeout} s or died; last: {err!r})"
             )
-        logger.warning("a vector step took over %s s: restarting the environments", self._step_timeout)
+        logger.warning("environment workers hung or died (%r): restarting them", err)
         self._env = self._make_vector()
         self.restarts += 1
-        no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
-        failed = self._transitions(action, np.zeros(self.num_envs), self.obs, no, yes, yes)
-        self.reset(self._seed + self.restarts * self.num_envs)  # fresh, reproducible episodes in the new workers
-        return failed
 
     def close(self) -> None:
         self._env.close()

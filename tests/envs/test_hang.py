@@ -1,6 +1,8 @@
-"""A vector step that hangs restarts the subprocess environments; its rows are failed steps."""
+"""Subprocess environments that hang or die are restarted; a step they break is a failed step."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -13,35 +15,53 @@ from rlpipe.envs import VectorEnvManager
 ACTION = np.zeros(1, dtype=np.int64)
 
 
-class Hangs(gym.Env):
-    """Counts up; its second step sleeps for a minute while ``marker`` is missing (and creates it),
-    or on every step with ``always``."""
+class Breaks(gym.Env):
+    """Counts up to 5 steps. The first time (while ``marker`` is missing; always with
+    ``always``) that its step ``at_step`` comes, or its reset number ``at_reset``, it does
+    ``how``: "hang" (sleeps for a minute, ignoring SIGTERM) or "die" (SIGKILLs itself)."""
 
-    def __init__(self, marker: str, always: bool = False) -> None:
-        self.marker, self.always = Path(marker), always
+    def __init__(self, marker: str, how: str = "hang", at_step: int = 0, at_reset: int = 0, always=False) -> None:
+        self.marker, self.how, self.always = Path(marker), how, always
+        self.at_step, self.at_reset, self.resets = at_step, at_reset, 0
         self.observation_space = gym.spaces.Box(0, 100, shape=(1,), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(2)
 
+    def _break(self) -> None:
+        if self.always or not self.marker.exists():
+            self.marker.touch()
+            if self.how == "die":
+                os.kill(os.getpid(), signal.SIGKILL)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(60)
+
     def reset(self, *, seed=None, options=None):
-        self.t = 0
+        self.t, self.resets = 0, self.resets + 1
+        if self.resets == self.at_reset:
+            self._break()
         return np.zeros(1, dtype=np.float32), {}
 
     def step(self, action):
         self.t += 1
-        if self.always or (self.t == 2 and not self.marker.exists()):
-            self.marker.touch()
-            time.sleep(60)
+        if self.t == self.at_step:
+            self._break()
         return np.full(1, self.t, dtype=np.float32), 1.0, False, self.t >= 5, {}
 
 
-def test_a_hung_step_restarts_the_environments_and_fails_that_step(tmp_path) -> None:
-    marker = str(tmp_path / "hung")
-    env = VectorEnvManager(lambda: Hangs(marker), 1, seed=0, asynchronous=True, step_timeout=1.0)
+def manager(tmp_path, timeout=1.0, **kwargs) -> VectorEnvManager:
+    marker = str(tmp_path / "broke")
+    return VectorEnvManager(lambda: Breaks(marker, **kwargs), 1, seed=0, asynchronous=True, step_timeout=timeout)
+
+
+@pytest.mark.parametrize("how", ["hang", "die"])
+def test_a_broken_step_restarts_the_environments_and_fails_that_step(tmp_path, how: str) -> None:
+    env = manager(tmp_path, how=how, at_step=2)
     try:
         first = env.step(ACTION)
-        hung = env.step(ACTION)
-        assert hung["env_error"].all() and hung["truncated"].all() and not hung["terminated"].any()
-        assert hung["reward"].tolist() == [0.0] and hung["next_obs"].tolist() == first["next_obs"].tolist()
+        start = time.monotonic()
+        broken = env.step(ACTION)
+        assert time.monotonic() - start < 10  # a worker ignoring SIGTERM is killed all the same
+        assert broken["env_error"].all() and broken["truncated"].all() and not broken["terminated"].any()
+        assert broken["reward"].tolist() == [0.0] and broken["next_obs"].tolist() == first["next_obs"].tolist()
         after = env.step(ACTION)  # a fresh episode in a new worker
         assert env.restarts == 1 and not after["env_error"].any()
         assert after["obs"].tolist() == [[0.0]] and after["next_obs"].tolist() == [[1.0]]
@@ -49,14 +69,20 @@ def test_a_hung_step_restarts_the_environments_and_fails_that_step(tmp_path) -> 
         env.close()
 
 
-def test_environments_that_keep_hanging_stop_the_run(tmp_path) -> None:
-    env = VectorEnvManager(
-        lambda: Hangs(str(tmp_path / "m"), always=True), 1, asynchronous=True, step_timeout=0.5,
-        max_consecutive_hangs=1,
-    )
+def test_a_hung_reset_restarts_the_environments(tmp_path) -> None:
+    env = manager(tmp_path, at_reset=2)
     try:
-        assert env.step(ACTION)["env_error"].all()
-        with pytest.raises(RuntimeError, match=r"hung .* 2 times in a row"):
+        assert env.reset().tolist() == [[0.0]] and env.restarts == 1
+    finally:
+        env.close()
+
+
+def test_environments_that_keep_hanging_stop_the_run(tmp_path) -> None:
+    env = manager(tmp_path, timeout=0.5, at_step=1, always=True)
+    try:
+        for _ in range(3):
+            assert env.step(ACTION)["env_error"].all()
+        with pytest.raises(RuntimeError, match=r"failed 4 times in a row \(hung over 0.5 s or died"):
             env.step(ACTION)
     finally:
         env.close()
@@ -64,4 +90,4 @@ def test_environments_that_keep_hanging_stop_the_run(tmp_path) -> None:
 
 def test_a_step_timeout_needs_subprocess_environments() -> None:
     with pytest.raises(ValueError, match="step_timeout needs asynchronous=True"):
-        VectorEnvManager(lambda: Hangs("unused"), 1, step_timeout=1.0)
+        VectorEnvManager(lambda: Breaks("unused"), 1, step_timeout=1.0)

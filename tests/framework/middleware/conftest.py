@@ -47,13 +47,15 @@ def fresh_task():
 
 
 class FailsOnce(gym.Env):
-    """Counts up to 5 steps per episode; the first instance made raises on its 3rd step."""
+    """Counts up to 5 steps per episode; the first instance made (every one, with
+    ``broken_every_time``) raises on its 3rd step."""
 
     made = 0
+    broken_every_time = False  # then every instance raises on its 3rd step
 
     def __init__(self) -> None:
         FailsOnce.made += 1
-        self.broken = FailsOnce.made == 1
+        self.broken = FailsOnce.made == 1 or FailsOnce.broken_every_time
         self.observation_space = gym.spaces.Box(0, 9, shape=(1,), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(2)
 

@@ -120,6 +120,13 @@ def test_an_episode_cut_short_by_a_failed_step_is_not_counted(monkeypatch):
     assert out["episode_return"].tolist() == [5.0, 5.0]  # not the 2 steps before the failure
 
 
+def test_an_environment_that_fails_every_episode_stops_the_evaluation(monkeypatch):
+    monkeypatch.setattr(FailsOnce, "broken_every_time", True)
+    env = VectorEnvManager(lambda: RecreateOnError(FailsOnce, max_consecutive_errors=100), num_envs=1, seed=0)
+    with pytest.raises(RuntimeError, match="7 episodes ended in a failed environment step before 0 of 2"):
+        evaluate_episodes(ConstantActor(), env, 2)
+
+
 def test_successive_evaluations_start_new_episodes(cartpole_env):
     first = evaluate_episodes(ConstantActor(), cartpole_env, 6)["episode_length"]
     second = evaluate_episodes(ConstantActor(), cartpole_env, 6)["episode_length"]

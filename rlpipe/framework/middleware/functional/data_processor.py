@@ -68,6 +68,8 @@ def _end_stored_episodes(buffer_: Buffer, batch: Mapping[str, np.ndarray], ids: 
     ``ids`` and ``env_id``: the rows of the previous push. A step already an episode's end, or
     no longer stored, is left alone.
     """
+    if "env_id" not in batch:
+        return
     failed = np.asarray(batch[FAILED_STEP], dtype=bool)
     env = batch["env_id"]
     for row in np.flatnonzero(failed):  # crashes are rare: a loop over them only
@@ -134,7 +136,7 @@ def _update_priority(buffer_: Buffer, indices: np.ndarray, priority: Any) -> Non
         priority = np.repeat(priority[:, None], indices.shape[1], axis=1)  # one priority per sequence
     if priority.shape != indices.shape:
         raise ValueError(f"priority has shape {priority.shape}, the fetched batch's indices {indices.shape}")
-    buffer_.update_batch(indices.reshape(-1), {"priority": priority.reshape(-1)})
+    buffer_.update_batch(indices, {"priority": priority})
 
 
 def offpolicy_data_fetcher(

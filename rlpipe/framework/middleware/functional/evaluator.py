@@ -12,6 +12,7 @@ from rlpipe.framework.task import Role, role_gated, task
 from rlpipe.utils.batch import FAILED_STEP
 
 logger = logging.getLogger(__name__)
+MAX_FAILED_EPISODES_PER_EPISODE = 3
 
 
 def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dict[str, np.ndarray]:
@@ -21,8 +22,10 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     environment are counted, so that short episodes are not over-represented.
     Each call starts new episodes from the environments' own random streams, so successive
     evaluations see different start states. An episode cut short by a failed environment
-    step is not counted: its return is not the policy's. Returns ``episode_return`` and
-    ``episode_length`` arrays of length ``n_episode``.
+    step is not counted: its return is not the policy's (if failures grow with episode
+    length, this favours short episodes); more than ``MAX_FAILED_EPISODES_PER_EPISODE`` such
+    episodes per requested one raise RuntimeError, as the environment keeps failing.
+    Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``.
     """
     if n_episode < 1:
         raise ValueError(f"the number of evaluation episodes must be >= 1, got {n_episode}")
@@ -32,12 +35,19 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     lengths: list[int] = []
     running_return = np.zeros(env.num_envs)
     running_length = np.zeros(env.num_envs, dtype=np.int64)
+    failed_episodes = 0
     env.reset()
     while (quota > 0).any():
         step = env.step(policy.forward(env.obs))
         running_return += step["reward"]
         running_length += 1
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
+        failed_episodes += int(np.count_nonzero(failed))
+        if failed_episodes > MAX_FAILED_EPISODES_PER_EPISODE * n_episode:
+            raise RuntimeError(
+                f"evaluation: {failed_episodes} episodes ended in a failed environment step before "
+                f"{n_episode - int(quota.sum())} of {n_episode} finished; the environment keeps failing"
+            )
         for e in np.flatnonzero(step["terminated"] | step["truncated"]):
             if quota[e] > 0 and not failed[e]:
                 quota[e] -= 1
