@@ -10,3 +10,7 @@ class RlpipeError(Exception):
 
 class MissingDependencyError(RlpipeError, ImportError):
     """An optional dependency needed for this feature is not installed."""
+
+
+class EnvironmentFailedError(RlpipeError, RuntimeError):
+    """An environment kept failing (raising, hanging or dying) however often it was recreated."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rlpipe.errors import EnvironmentFailedError
 from rlpipe.utils.batch import FAILED_STEP
 
 logger = logging.getLogger(__name__)
@@ -59,10 +60,10 @@ class RecreateOnError(gym.Wrapper):
         return result
 
     def _replace_env(self, err: Exception, call: str) -> None:
-        """Count the failure (RuntimeError after too many in a row), then recreate the env."""
+        """Count the failure (EnvironmentFailedError after too many in a row), then recreate the env."""
         self._consecutive_errors += 1
         if self._consecutive_errors > self._max_consecutive_errors:
-            raise RuntimeError(
+            raise EnvironmentFailedError(
                 f"environment {self.env.spec.id if self.env.spec else self.env} failed "
                 f"{self._consecutive_errors} times in a row (last error: {err!r})"
             ) from err

@@ -28,6 +28,7 @@ from rlpipe.config.loader import ConfigError
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
+from rlpipe.errors import EnvironmentFailedError
 from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
@@ -197,7 +198,7 @@ class VectorEnvManager:
         }
 
     def _restart(self, broken: AsyncVectorEnv, err: BaseException) -> None:
-        """Kill ``broken``'s workers and start new ones; RuntimeError after too many in a row."""
+        """Kill ``broken``'s workers and start new ones; EnvironmentFailedError after too many in a row."""
         # What ``close(terminate=True)`` does, but with SIGKILL (a worker may ignore SIGTERM or be
         # stuck in a call) and without first waiting on the pending call, which raises again
         # when a worker has died.
@@ -211,7 +212,7 @@ class VectorEnvManager:
         broken.closed = True  # nothing left for close() or __del__ to do
         self._consecutive_restarts += 1
         if self._consecutive_restarts > self._max_consecutive_restarts:
-            raise RuntimeError(
+            raise EnvironmentFailedError(
                 f"environment workers failed {self._consecutive_restarts} times in a row (hung over "
                 f"{self._step_timeout} s or died; last: {err!r})"
             )

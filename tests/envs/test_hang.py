@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rlpipe.envs import VectorEnvManager
+from rlpipe.errors import EnvironmentFailedError
 
 ACTION = np.zeros(1, dtype=np.int64)
 
@@ -82,7 +83,7 @@ def test_environments_that_keep_hanging_stop_the_run(tmp_path) -> None:
     try:
         for _ in range(3):
             assert env.step(ACTION)["env_error"].all()
-        with pytest.raises(RuntimeError, match=r"failed 4 times in a row \(hung over 0.5 s or died"):
+        with pytest.raises(EnvironmentFailedError, match=r"failed 4 times in a row \(hung over 0.5 s or died"):
             env.step(ACTION)
     finally:
         env.close()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rlpipe.envs import RecreateOnError, VectorEnvManager
+from rlpipe.errors import EnvironmentFailedError
 
 
 class Crashy(gym.Env):
@@ -74,7 +75,7 @@ def test_an_env_that_keeps_crashing_stops_with_a_clear_error():
     env.reset()
     env.step(0)
     env.step(0)
-    with pytest.raises(RuntimeError, match="failed 3 times in a row"):
+    with pytest.raises(EnvironmentFailedError, match="failed 3 times in a row"):
         env.step(0)
 
 
@@ -90,6 +91,6 @@ def test_an_env_whose_reset_keeps_failing_stops_with_a_clear_error(monkeypatch):
     env = RecreateOnError(ResetCrashy, max_consecutive_errors=2)
     env.reset()
     monkeypatch.setattr(ResetCrashy, "broken", True)
-    with pytest.raises(RuntimeError, match=r"failed 3 times in a row \(last error: OSError"):
+    with pytest.raises(EnvironmentFailedError, match=r"failed 3 times in a row \(last error: OSError"):
         env.reset()
     assert Crashy.instances == 3  # the first, and two replacements that failed too

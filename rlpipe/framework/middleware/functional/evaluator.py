@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from rlpipe.envs.vector import VectorEnvManager
+from rlpipe.errors import EnvironmentFailedError
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated, task
 from rlpipe.utils.batch import FAILED_STEP
@@ -24,7 +25,7 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     evaluations see different start states. An episode cut short by a failed environment
     step is not counted: its return is not the policy's (if failures grow with episode
     length, this favours short episodes); more than ``MAX_FAILED_EPISODES_PER_EPISODE`` such
-    episodes per requested one raise RuntimeError, as the environment keeps failing.
+    episodes per requested one raise EnvironmentFailedError: the environment keeps failing.
     Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``.
     """
     if n_episode < 1:
@@ -44,7 +45,7 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
         failed_episodes += int(np.count_nonzero(failed))
         if failed_episodes > MAX_FAILED_EPISODES_PER_EPISODE * n_episode:
-            raise RuntimeError(
+            raise EnvironmentFailedError(
                 f"evaluation: {failed_episodes} episodes ended in a failed environment step before "
                 f"{n_episode - int(quota.sum())} of {n_episode} finished; the environment keeps failing"
             )
