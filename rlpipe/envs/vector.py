@@ -45,6 +45,21 @@ def _failed_steps(info: dict[str, Any], num_envs: int) -> np.ndarray:
     return np.asarray(final_info["_" + FAILED_STEP], dtype=bool)
 
 
+def _kill_workers(env: AsyncVectorEnv) -> None:
+    """What ``close(terminate=True)`` does, but with SIGKILL (a worker may ignore SIGTERM or be
+    stuck in a call) and without first waiting on a pending call (which raises again when a
+    worker has died)."""
+    for process in env.processes:
+        if process.is_alive():
+            process.kill()
+    for pipe in env.parent_pipes:
+        if pipe is not None:
+            pipe.close()
+    for process in env.processes:
+        process.join()
+    env.closed = True  # nothing left for close() or __del__ to do
+
+
 def is_goal_env(env: gym.Env) -> bool:
     """Whether ``env`` observes a goal dict (``observation``, ``achieved_goal``, ``desired_goal``)."""
     space = env.observation_space
@@ -132,8 +147,8 @@ class VectorEnvManager:
         """
         seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
         while (env := self._watched()) is not None:
-            env.reset_async(seed=seeds)
             try:
+                env.reset_async(seed=seeds)  # inside: a worker may have died since the last call
                 self.obs, _ = env.reset_wait(timeout=self._step_timeout)
                 return self.obs
             except WORKER_FAILURES as err:
@@ -156,8 +171,8 @@ class VectorEnvManager:
         if env is None:
             next_obs, reward, terminated, truncated, info = self._env.step(action)
         else:
-            env.step_async(action)
             try:
+                env.step_async(action)
                 next_obs, reward, terminated, truncated, info = env.step_wait(timeout=self._step_timeout)
             except WORKER_FAILURES as err:
                 self._restart(env, err)
@@ -198,18 +213,14 @@ class VectorEnvManager:
         }
 
     def _restart(self, broken: AsyncVectorEnv, err: BaseException) -> None:
-        """Kill ``broken``'s workers and start new ones; EnvironmentFailedError after too many in a row."""
-        # What ``close(terminate=True)`` does, but with SIGKILL (a worker may ignore SIGTERM or be
-        # stuck in a call) and without first waiting on the pending call, which raises again
-        # when a worker has died.
-        for process in broken.processes:
-            if process.is_alive():
-                process.kill()
-        for pipe in broken.parent_pipes:
-            pipe.close()
-        for process in broken.processes:
-            process.join()
-        broken.closed = True  # nothing left for close() or __del__ to do
+        """Kill ``broken``'s workers and start new ones; EnvironmentFailedError after too many in a row.
+
+        ``err`` re-raised instead when the environment code itself raised it (gymnasium then
+        drops that worker's pipe): that is not a hang or a death.
+        """
+        if any(pipe is None for pipe in broken.parent_pipes):
+            raise err
+        _kill_workers(broken)
         self._consecutive_restarts += 1
         if self._consecutive_restarts > self._max_consecutive_restarts:
             raise EnvironmentFailedError(
@@ -221,7 +232,11 @@ class VectorEnvManager:
         self.restarts += 1
 
     def close(self) -> None:
-        self._env.close()
+        try:
+            self._env.close()
+        except (*WORKER_FAILURES, OSError):  # a worker died: nothing to say goodbye to
+            if isinstance(self._env, AsyncVectorEnv):
+                _kill_workers(self._env)
 
     def __enter__(self) -> VectorEnvManager:
         return self

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlpipe.envs import VectorEnvManager
+from rlpipe.envs import VectorEnvManager, env_factory
 from rlpipe.errors import EnvironmentFailedError
 
 ACTION = np.zeros(1, dtype=np.int64)
@@ -85,6 +85,36 @@ def test_environments_that_keep_hanging_stop_the_run(tmp_path) -> None:
             assert env.step(ACTION)["env_error"].all()
         with pytest.raises(EnvironmentFailedError, match=r"failed 4 times in a row \(hung over 0.5 s or died"):
             env.step(ACTION)
+    finally:
+        env.close()
+
+
+def test_a_worker_that_died_between_calls_is_restarted_and_close_still_works() -> None:
+    env = VectorEnvManager(env_factory("CartPole-v1"), 2, seed=0, asynchronous=True, step_timeout=5.0)
+    try:
+        env.step(np.zeros(2, dtype=np.int64))
+        worker = env._env.processes[0]
+        worker.kill()
+        worker.join()
+        assert env.step(np.zeros(2, dtype=np.int64))["env_error"].all() and env.restarts == 1
+        worker = env._env.processes[1]
+        worker.kill()
+        worker.join()
+    finally:
+        env.close()  # a dead worker is killed, not waited for
+
+
+@pytest.mark.filterwarnings("ignore:.*(Worker-0|Traceback|last exception):UserWarning")  # gymnasium's report
+def test_an_error_the_environment_raises_itself_is_not_taken_for_a_dead_worker() -> None:
+    class RaisesEOF(Breaks):
+        def step(self, action):
+            raise EOFError("the simulator's socket closed")
+
+    env = VectorEnvManager(lambda: RaisesEOF("unused"), 1, asynchronous=True, step_timeout=5.0)
+    try:
+        with pytest.raises(EOFError, match="socket closed"):
+            env.step(ACTION)
+        assert env.restarts == 0
     finally:
         env.close()
 

@@ -128,6 +128,24 @@ def test_an_environment_that_fails_every_episode_stops_the_evaluation(monkeypatc
         evaluate_episodes(ConstantActor(), env, 2)
 
 
+def test_failures_of_environments_whose_episodes_are_not_needed_are_not_counted():
+    """4 envs, 1 episode wanted: a restart failing all 4 at once is 1 failure, not 4 (> 3 x 1)."""
+
+    class RestartsOnce:  # step 1 fails everywhere; then every episode lasts 2 steps
+        num_envs, obs, steps = 4, np.zeros((4, 1)), 0
+
+        def reset(self):
+            return self.obs
+
+        def step(self, action):
+            self.steps += 1
+            failed = np.full(4, self.steps == 1)
+            ended = failed | np.full(4, self.steps % 2 == 1)
+            return {"reward": np.ones(4), "terminated": np.zeros(4, bool), "truncated": ended, "env_error": failed}
+
+    assert evaluate_episodes(ConstantActor(), RestartsOnce(), 1)["episode_return"].tolist() == [2.0]
+
+
 def test_successive_evaluations_start_new_episodes(cartpole_env):
     first = evaluate_episodes(ConstantActor(), cartpole_env, 6)["episode_length"]
     second = evaluate_episodes(ConstantActor(), cartpole_env, 6)["episode_length"]

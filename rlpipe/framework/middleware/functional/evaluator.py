@@ -43,7 +43,7 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
         running_return += step["reward"]
         running_length += 1
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
-        failed_episodes += int(np.count_nonzero(failed))
+        failed_episodes += int(np.count_nonzero(failed & (quota > 0)))  # envs still needed only
         if failed_episodes > MAX_FAILED_EPISODES_PER_EPISODE * n_episode:
             raise EnvironmentFailedError(
                 f"evaluation: {failed_episodes} episodes ended in a failed environment step before "
