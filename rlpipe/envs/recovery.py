@@ -6,9 +6,9 @@ the end of a *truncated* episode (reward 0, ``next_obs`` = the last good observa
 ``info["env_error"]``), so the transitions collected so far stay valid and none is silently
 lost. That placeholder step is not a transition: the vector env flags it
 (:data:`~rlpipe.utils.batch.FAILED_STEP`) and the pipeline drops it, ending the episode
-at the step before. The next ``reset``
-(the vector env's auto-reset) starts an episode in the new instance. When ``reset`` raises,
-the instance is replaced the same way and the reset retried.
+at the step before. The next ``reset`` (the vector env's auto-reset) starts an episode in
+the new instance. When ``reset`` raises, the instance is replaced the same way and the
+reset retried.
 """
 from __future__ import annotations
 
