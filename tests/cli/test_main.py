@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 from rlpipe.cli.main import main
@@ -140,3 +142,27 @@ def test_resume_continues_counters_buffer_and_metrics(tmp_path, capsys):
 def test_resume_without_a_run_fails_in_one_line(capsys, tmp_path):
     assert "not a run directory" in one_line_error(capsys, ["resume", str(tmp_path)])
 
+
+
+class AlwaysFails(gym.Env):
+    """A CartPole-shaped env whose every step raises."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(4, dtype=np.float32), {}
+
+    def step(self, action):
+        raise RuntimeError("physics exploded")
+
+
+if "rlpipe-test/AlwaysFails-v0" not in gym.registry:
+    gym.register("rlpipe-test/AlwaysFails-v0", entry_point=AlwaysFails)
+
+
+def test_an_environment_that_keeps_failing_stops_training_in_one_line(capsys, tmp_path):
+    argv = ["train", "cartpole-dqn", *TINY, "env.env_id=rlpipe-test/AlwaysFails-v0", "--run-dir", str(tmp_path / "r")]
+    err = one_line_error(capsys, argv)
+    assert "environment rlpipe-test/AlwaysFails-v0 failed 4 times in a row" in err and "physics exploded" in err
+    assert (tmp_path / "r" / "config.yaml").is_file()  # what was written stays
