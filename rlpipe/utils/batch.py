@@ -26,6 +26,15 @@ row is a placeholder (reward 0, ``next_obs`` = ``obs``), not a transition; see
 :func:`end_episodes_at_failed_steps`."""
 
 
+def step_before(env_id: np.ndarray) -> np.ndarray:
+    """For each row, the row before it of the same environment (rows in time order per env), or -1."""
+    order = np.argsort(env_id, kind="stable")
+    same_env = env_id[order][1:] == env_id[order][:-1]
+    before = np.full(len(env_id), -1, dtype=np.int64)
+    before[order[1:][same_env]] = order[:-1][same_env]
+    return before
+
+
 def end_episodes_at_failed_steps(batch: Mapping[str, np.ndarray]) -> Batch:
     """``batch`` without its failed-step rows and without the :data:`FAILED_STEP` column.
 
@@ -42,11 +51,10 @@ def end_episodes_at_failed_steps(batch: Mapping[str, np.ndarray]) -> Batch:
     if not failed.any():
         return out
     env = batch["env_id"] if "env_id" in batch else np.zeros(len(failed), dtype=np.int64)
+    before = step_before(env)[failed]
+    before = before[before >= 0]
     ended = failed | out["terminated"] | out["truncated"]
     truncated = out["truncated"].copy()
-    for row in np.flatnonzero(failed):  # crashes are rare: a loop over them only
-        before = np.flatnonzero(env[:row] == env[row])
-        if len(before) and not ended[before[-1]]:
-            truncated[before[-1]] = True
+    truncated[before[~ended[before]]] = True
     out["truncated"] = truncated
     return {key: value[~failed] for key, value in out.items()}

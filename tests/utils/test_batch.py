@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps
+from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps, step_before
 
 
 def steps(env_id, terminated, truncated, failed) -> dict[str, np.ndarray]:
@@ -41,3 +41,7 @@ def test_without_failures_only_the_column_goes() -> None:
     only_failed = steps([0], [0], [1], [1])
     del only_failed["env_id"]  # without env_id: one environment
     assert len(end_episodes_at_failed_steps(only_failed)["reward"]) == 0
+
+
+def test_step_before_is_the_previous_row_of_the_same_env() -> None:
+    assert step_before(np.array([0, 1, 0, 2, 1, 0])).tolist() == [-1, -1, 0, -1, 1, 2]

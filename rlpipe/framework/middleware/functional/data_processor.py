@@ -16,7 +16,7 @@ import numpy as np
 
 from rlpipe.data import Buffer, SampledBatch
 from rlpipe.data.nstep import NStepAccumulator
-from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps, num_rows
+from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps, num_rows, step_before
 
 GROUP_KEY = "env"
 """Meta key under which the pusher records each row's env (the fetcher's sequence groups)."""
@@ -70,11 +70,11 @@ def _end_stored_episodes(buffer_: Buffer, batch: Mapping[str, np.ndarray], ids: 
     """
     if "env_id" not in batch:
         return
-    failed = np.asarray(batch[FAILED_STEP], dtype=bool)
     env = batch["env_id"]
-    for row in np.flatnonzero(failed):  # crashes are rare: a loop over them only
-        mine = np.flatnonzero(env_id == env[row])
-        if (env[:row] == env[row]).any() or not len(mine):
+    first_failed = np.asarray(batch[FAILED_STEP], dtype=bool) & (step_before(env) < 0)
+    for failed_env in env[first_failed]:  # crashes are rare: a loop over them only
+        mine = np.flatnonzero(env_id == failed_env)
+        if not len(mine):
             continue
         index = int(ids[mine[-1]])
         try:
