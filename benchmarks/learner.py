@@ -33,7 +33,6 @@ from torch import nn
 
 from rlpipe.config import load_config
 from rlpipe.data import DequeBuffer
-from rlpipe.framework import task
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.policy import DQNPolicy
@@ -65,8 +64,6 @@ class RlpipeRunner:
         self.buffer = DequeBuffer(size=len(data["obs"]))
         self.buffer.push_batch(data)
         self.ctx = OnlineRLContext()
-        self._start = task.start(self.ctx)
-        self._start.__enter__()
         self.learner = OffPolicyLearner(cfg, self.policy.learn_mode, self.buffer)
 
     def run(self, n_updates: int) -> int:
@@ -75,9 +72,6 @@ class RlpipeRunner:
             self.learner(self.ctx)
             done += len(self.ctx.train_output)
         return done
-
-    def close(self) -> None:
-        self._start.__exit__(None, None, None)
 
 
 class HandwrittenRunner:
@@ -173,15 +167,12 @@ def main() -> None:
         "hand": HandwrittenRunner(cfg, data),
         "hand_metrics": HandwrittenRunner(cfg, data, metrics=True),
     }
-    try:
-        for runner in runners.values():
-            runner.run(warmup)
-        rates: dict[str, list[float]] = {name: [] for name in runners}
-        for _ in range(rounds):
-            for name, runner in runners.items():
-                rates[name].append(timed(runner, per_round))
-    finally:
-        rlpipe_runner.close()
+    for runner in runners.values():
+        runner.run(warmup)
+    rates: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, runner in runners.items():
+            rates[name].append(timed(runner, per_round))
 
     best = {name: max(values) for name, values in rates.items()}
     ratio = best["rlpipe"] / best["hand"]

@@ -1,13 +1,16 @@
 """DQN on CartPole, written as the pipeline it is.
 
     python examples/dqn.py [key=value ...]      e.g.  run.max_env_step=20000 seed=1
+
+``build_parts`` seeds everything and builds what ``rlpipe train`` builds from the same
+config (environments, model sizes, policy, replay buffer); the ``task.use`` lines below are
+the middleware ``rlpipe train`` runs, minus checkpoints and logging.
 """
 import sys
 
 from rlpipe.config import load_config
-from rlpipe.data import DequeBuffer
-from rlpipe.envs import VectorEnvManager, env_factory
-from rlpipe.framework import OnlineRLContext, task
+from rlpipe.entry.build import build_parts
+from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     OffPolicyLearner,
     StepCollector,
@@ -17,27 +20,23 @@ from rlpipe.framework.middleware import (
     nstep_reward_enhancer,
     termination_checker,
 )
-from rlpipe.policy import DQNPolicy
 
 
-def main(overrides: list[str]) -> float:
-    cfg = load_config("cartpole-dqn", ["policy.model.obs_shape=4", "policy.model.action_shape=2", *overrides])
-    make_env = env_factory(cfg.env.env_id)
-    collector_env = VectorEnvManager(make_env, cfg.env.collector_env_num, seed=cfg.seed)
-    evaluator_env = VectorEnvManager(make_env, cfg.env.evaluator_env_num, seed=cfg.seed + 10_000)
-    policy = DQNPolicy(cfg.policy, seed=cfg.seed)
-    buffer = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size, seed=cfg.seed)
-
-    with task.start(ctx=OnlineRLContext()):
-        task.use(eps_greedy_handler(cfg))
-        task.use(StepCollector(cfg, policy.collect_mode, collector_env))
-        task.use(nstep_reward_enhancer(cfg))
-        task.use(data_pusher(cfg, buffer))
-        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer))
-        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
-        task.use(termination_checker(max_env_step=cfg.run.max_env_step))
-        task.run()
-        return task.ctx.last_eval_value
+def main(overrides: list[str], preset: str = "cartpole-dqn") -> float:
+    with build_parts(load_config(preset, overrides)) as parts:
+        cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
+        task = Task()
+        with task.start(ctx=OnlineRLContext()):
+            task.use(eps_greedy_handler(cfg))
+            task.use(StepCollector(cfg, policy.collect_mode, parts.collector_env, cfg.policy.random_collect_size))
+            task.use(nstep_reward_enhancer(cfg))
+            task.use(data_pusher(cfg, buffer))
+            task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
+            task.use(interaction_evaluator(cfg, policy.eval_mode, parts.evaluator_env,
+                                           stop_on_solve=cfg.run.stop_on_solve))
+            task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
+            task.run()
+            return task.ctx.last_eval_value
 
 
 if __name__ == "__main__":

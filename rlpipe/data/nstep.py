@@ -10,9 +10,9 @@ For step ``t`` of one environment's episode, with ``k = min(n, steps left in the
 
 Other fields are step ``t``'s. Rows of different environments never mix. A step whose
 window is not complete yet (fewer than ``n`` steps seen and the episode still running) is
-held and emitted by a later call, so the output covers each input step exactly once, but
-for failed steps (an ``env_error`` column): those are dropped and their episode ends,
-truncated, at the step before.
+held and emitted by a later call, so the output covers each input step exactly once. Rows
+are real transitions: failed environment steps were resolved by the collector
+(:mod:`rlpipe.data.failed_steps`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-
-from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps
 
 Batch = dict[str, np.ndarray]
 REQUIRED = ("env_id", "reward", "terminated", "truncated")
@@ -60,7 +58,6 @@ class NStepAccumulator:
         if missing:
             raise ValueError(f"n-step needs fields {REQUIRED}; missing {missing}")
         rows = {key: np.asarray(value) for key, value in batch.items()}
-        failed = rows.pop(FAILED_STEP, None)
         n_new = len(rows["reward"])
         rows[_SEQ] = np.arange(self._next_seq, self._next_seq + n_new, dtype=np.int64)
         self._next_seq += n_new
@@ -70,9 +67,6 @@ class NStepAccumulator:
                     f"n-step rows changed fields: held {sorted(self._pending)}, got {sorted(rows)}"
                 )
             rows = {key: np.concatenate([self._pending[key], rows[key]]) for key in rows}
-        if failed is not None and failed.any():  # the step before may be held: end it there
-            rows[FAILED_STEP] = np.concatenate([np.zeros(len(rows[_SEQ]) - n_new, dtype=bool), failed])
-            rows = end_episodes_at_failed_steps(rows)
         ready, held = self._split(rows)
         self._pending = held if len(held[_SEQ]) else None
         out = {key: value for key, value in ready.items() if key != _SEQ}

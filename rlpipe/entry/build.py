@@ -1,5 +1,11 @@
-"""Build the pieces of a pipeline from a :class:`Config`: environments, policy, buffer."""
+"""Build the pieces of a pipeline from a :class:`Config`: environments, policy, buffer.
+
+:func:`build_parts` is the one assembly that ``rlpipe train`` and the examples share.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
 
 import gymnasium as gym
 import numpy as np
@@ -106,3 +112,50 @@ def make_her_reward_model(cfg: Config) -> HerRewardModel:
         return HerRewardModel(her)
     return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
                           goal_reward_func=layout.reward, terminal_on_success=False)
+
+
+@dataclass
+class Parts:
+    """What a training pipeline is made of, built from one config (:func:`build_parts`).
+
+    ``cfg`` is the config with the model's sizes filled in from the environment. Use it as a
+    context manager to close the environments at the end.
+    """
+
+    cfg: Config
+    collector_env: VectorEnvManager
+    evaluator_env: VectorEnvManager
+    policy: DQNPolicy
+    buffer: DequeBuffer
+    her_reward_model: HerRewardModel | None
+
+    def close(self) -> None:
+        """Close both vector environments."""
+        self.collector_env.close()
+        self.evaluator_env.close()
+
+    def __enter__(self) -> Parts:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def build_parts(cfg: Config) -> Parts:
+    """Seed everything, then build environments, model sizes, HER relabelling, policy and buffer.
+
+    The order is fixed (torch is seeded before the network is made), so one seed gives one
+    run, from the command line or from a script.
+    """
+    seed_everything(cfg.seed, cfg.run.torch_threads)
+    collector_env, evaluator_env = make_envs(cfg)
+    try:
+        cfg = fill_model_shapes(cfg, collector_env)
+        her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
+        return Parts(cfg, collector_env, evaluator_env, make_policy(cfg), make_buffer(cfg), her_reward_model)
+    except BaseException:
+        collector_env.close()
+        evaluator_env.close()
+        raise

@@ -6,36 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from rlpipe.config import Config, dump_config
-from rlpipe.entry.build import (
-    fill_model_shapes,
-    make_buffer,
-    make_envs,
-    make_her_reward_model,
-    make_policy,
-    seed_everything,
-)
+from rlpipe.entry.build import Parts, build_parts
+from rlpipe.entry.pipeline import use_training_pipeline
 from rlpipe.entry.summary import RunSummary, summary_tracker
-from rlpipe.envs import VectorEnvManager
 from rlpipe.errors import RlpipeError
-from rlpipe.framework import OnlineRLContext, task
+from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     CkptSaver,
-    EpisodeCollector,
-    HERLearner,
-    OffPolicyLearner,
-    StepCollector,
     buffer_file,
-    data_pusher,
-    eps_greedy_handler,
-    interaction_evaluator,
     latest_checkpoint,
-    nstep_reward_enhancer,
     online_logger,
     progress_bar,
     restore_checkpoint,
-    termination_checker,
 )
-from rlpipe.reward_model import HerRewardModel
 from rlpipe.utils.checkpoint import load_checkpoint
 from rlpipe.utils.metrics import MetricsWriter
 
@@ -92,64 +75,38 @@ def train(cfg: Config, run_dir: Path, resume: bool = False) -> RunSummary:
 
     Everything that can be checked (env id, model sizes, HER settings, the run directory) is
     checked before the run directory is created. With ``resume``, ``run_dir`` holds an earlier
-    run of this config: training continues from its latest checkpoint and saved buffer.
+    run of this config: training continues from its latest checkpoint and saved buffer. The
+    pipeline runs on a :class:`Task` of its own, so other tasks in the process are untouched.
     """
-    seed_everything(cfg.seed, cfg.run.torch_threads)
-    collector_env, evaluator_env = make_envs(cfg)
-    try:
-        cfg = fill_model_shapes(cfg, collector_env)
-        her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
+    with build_parts(cfg) as parts:
         earlier = ResumePoint.find(run_dir) if resume else None
         if earlier is None:
             prepare_run_dir(run_dir)
-        dump_config(cfg, run_dir / "config.yaml")
-        tracker = summary_tracker(cfg.env.stop_value, earlier.summary if earlier else None)
+        dump_config(parts.cfg, run_dir / "config.yaml")
+        tracker = summary_tracker(parts.cfg.env.stop_value, earlier.summary if earlier else None)
         writer = MetricsWriter(run_dir)
         try:
-            _run_pipeline(cfg, run_dir, collector_env, evaluator_env, her_reward_model, writer, tracker, earlier)
+            _run_pipeline(parts, run_dir, writer, tracker, earlier)
         finally:
             writer.close()
             tracker.summary.write(run_dir / "summary.json")
-    finally:
-        collector_env.close()
-        evaluator_env.close()
     return tracker.summary
 
 
 def _run_pipeline(
-    cfg: Config,
-    run_dir: Path,
-    collector_env: VectorEnvManager,
-    evaluator_env: VectorEnvManager,
-    her_reward_model: HerRewardModel | None,
-    writer: MetricsWriter,
-    tracker: summary_tracker,
-    earlier: ResumePoint | None,
+    parts: Parts, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker, earlier: ResumePoint | None
 ) -> None:
-    """Assemble the middleware (HER or plain transitions) and run until a stop condition."""
-    policy = make_policy(cfg)
-    buffer = make_buffer(cfg)
+    """Add checkpoints, logging and progress to the training pipeline and run until a stop condition."""
+    cfg = parts.cfg
     ctx = OnlineRLContext()
     if earlier is not None:
-        earlier.restore(policy, buffer, ctx)
-        collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
-    random_steps = cfg.policy.random_collect_size
+        earlier.restore(parts.policy, parts.buffer, ctx)
+        parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
+    task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
-        task.use(eps_greedy_handler(cfg))
-        if her_reward_model is None:
-            task.use(StepCollector(cfg, policy.collect_mode, collector_env, random_steps))
-            if cfg.policy.nstep > 1:
-                task.use(nstep_reward_enhancer(cfg))
-            task.use(data_pusher(cfg, buffer))
-            task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
-        else:
-            task.use(EpisodeCollector(cfg, policy.collect_mode, collector_env, random_steps))
-            task.use(data_pusher(cfg, buffer))
-            task.use(HERLearner(cfg, policy.learn_mode, buffer, her_reward_model))
-        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env, stop_on_solve=cfg.run.stop_on_solve))
-        task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
-        saver = CkptSaver(policy, run_dir, cfg.run.save_freq, buffer_=buffer, keep_last=cfg.run.keep_checkpoints)
-        task.use(saver)
+        use_training_pipeline(task, parts)
+        task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
+                           keep_last=cfg.run.keep_checkpoints))
         task.use(online_logger(writer, cfg.run.log_freq))
         task.use(tracker)
         task.use(show)

@@ -8,6 +8,12 @@ middleware
     same iteration), in reverse order of the forward parts.
 iteration
     One pass over all middleware with one context; then the context is renewed.
+finish
+    ``ctx.finish``: set by any middleware to stop after the current iteration.
+    ``Task.finish`` reads and writes the same flag, so no middleware needs the task itself.
+role
+    What a process does in a distributed pipeline. A middleware class declares its role
+    with :func:`role_gated`; :meth:`Task.use` leaves it out where that role is not played.
 """
 from __future__ import annotations
 
@@ -46,29 +52,55 @@ def _void(ctx: Any) -> None:
     """A middleware that does nothing."""
 
 
-class _Backward:
-    """The after-``yield`` part of one generator middleware, callable at most once."""
-
-    __slots__ = ("_gen", "_task")
-
-    def __init__(self, task: Task, gen: Generator[Any, Any, Any] | None) -> None:
-        self._task = task
-        self._gen = gen
-
-    def __call__(self) -> None:
-        gen, self._gen = self._gen, None
-        if gen is None:
-            return
-        self._task._pending.remove(gen)
-        _finish_generator(gen)
-
-
 def _finish_generator(gen: Generator[Any, Any, Any]) -> None:
     try:
         next(gen)
     except StopIteration:
         return
     raise RuntimeError(f"middleware {gen!r} yielded more than once")
+
+
+def _start(fn: Middleware, ctx: Context) -> Generator[Any, Any, Any] | None:
+    """Run ``fn``'s forward part; the suspended generator if it has a backward part, else None."""
+    result = fn(ctx)
+    if not inspect.isgenerator(result):
+        return None
+    try:
+        next(result)
+    except StopIteration:
+        return None
+    return result
+
+
+class _Backward:
+    """The after-``yield`` part of one generator middleware, callable at most once.
+
+    ``pending``: a list the generator is also queued on (a task's), removed from it when
+    this runs; None when the caller alone is responsible for running it.
+    """
+
+    __slots__ = ("_gen", "_pending")
+
+    def __init__(self, gen: Generator[Any, Any, Any] | None, pending: list[Any] | None = None) -> None:
+        self._gen = gen
+        self._pending = pending
+
+    def __call__(self) -> None:
+        gen, self._gen = self._gen, None
+        if gen is None:
+            return
+        if self._pending is not None:
+            self._pending.remove(gen)
+        _finish_generator(gen)
+
+
+def call_middleware(fn: Middleware, ctx: Context) -> Callable[[], None]:
+    """Run ``fn`` on ``ctx`` from inside another middleware, without any task.
+
+    Returns a callable that runs ``fn``'s backward part (the code after its ``yield``); the
+    caller must call it. This is how the learners compose fetcher, estimator and trainer.
+    """
+    return _Backward(_start(fn, ctx))
 
 
 class Task:
@@ -83,11 +115,17 @@ class Task:
         self._wrappers: list[Callable[[Middleware], Middleware]] = []
         self._pending: list[Generator[Any, Any, Any]] = []
         self.ctx: Context = OnlineRLContext()
-        self._finish = False
 
     # ---- building the pipeline -------------------------------------------------
     def use(self, fn: Middleware, lock: bool = False) -> Task:
-        """Append a middleware; ``lock`` is accepted for API compatibility (one thread here)."""
+        """Append a middleware; ``lock`` is accepted for API compatibility (one thread here).
+
+        A middleware whose class declares a role (:func:`role_gated`) is left out when this
+        task is part of a distributed pipeline and does not play that role.
+        """
+        role = getattr(type(fn), "middleware_role", None)
+        if role is not None and self.router.is_active and not self.has_role(role):
+            return self
         for wrapper in self._wrappers:
             fn = wrapper(fn)
         self._middleware.append(fn)
@@ -119,23 +157,20 @@ class Task:
     # ---- running -----------------------------------------------------------------
     @property
     def finish(self) -> bool:
-        return self._finish
+        """Whether the pipeline stops after this iteration: the current context's ``finish``."""
+        return self.ctx.finish
 
     @finish.setter
     def finish(self, value: bool) -> None:
-        self._finish = bool(value)
+        self.ctx.finish = bool(value)
 
     def forward(self, fn: Middleware, ctx: Context | None = None) -> _Backward:
         """Run ``fn``'s forward part; its backward part is queued for :meth:`backward`."""
-        result = fn(self.ctx if ctx is None else ctx)
-        if not inspect.isgenerator(result):
-            return _Backward(self, None)
-        try:
-            next(result)
-        except StopIteration:
-            return _Backward(self, None)
-        self._pending.append(result)
-        return _Backward(self, result)
+        gen = _start(fn, self.ctx if ctx is None else ctx)
+        if gen is None:
+            return _Backward(None)
+        self._pending.append(gen)
+        return _Backward(gen, self._pending)
 
     def backward(self) -> None:
         """Run every pending backward part, last forward first."""
@@ -160,22 +195,21 @@ class Task:
     def run_iteration(self) -> None:
         """One iteration: every middleware forward, then the backward parts, then renew.
 
-        Setting :attr:`finish` does not cut the iteration short: the middleware after the
+        Setting ``ctx.finish`` does not cut the iteration short: the middleware after the
         one that set it still run (a checkpoint saver saves the final state, a logger writes
-        the last metrics), and then :meth:`run` stops.
+        the last metrics), and then :meth:`run` stops, leaving that context as ``self.ctx``.
         """
         for fn in self._middleware:
             self.forward(fn)
         self.backward()
-        self.ctx.finish = self._finish
-        if not self._finish:
+        if not self.ctx.finish:
             self.renew()
 
     def run(self, max_step: int = sys.maxsize) -> None:
-        """Run up to ``max_step`` iterations, stopping early once :attr:`finish` is set."""
+        """Run up to ``max_step`` iterations, stopping early once ``ctx.finish`` is set."""
         for _ in range(max_step):
             self.run_iteration()
-            if self._finish:
+            if self.ctx.finish:
                 break
 
     def renew(self) -> None:
@@ -197,7 +231,7 @@ class Task:
         self._wrappers.clear()
         self._pending.clear()
         self._roles.clear()
-        self._finish = False
+        self.ctx.finish = False
 
 
 task = Task()
@@ -205,22 +239,15 @@ task = Task()
 
 
 def role_gated(role: Role) -> Callable[[T], T]:
-    """Class decorator: construct ``task.void()`` instead when a distributed process lacks ``role``.
+    """Class decorator declaring the role a middleware class belongs to.
 
-    This is the one place role filtering lives; middleware classes declare their role with it.
+    :meth:`Task.use` reads it: this is the one place role filtering lives, and it consults the
+    task the middleware is used on, never a global one. The class itself is left unchanged,
+    so its signature and ``help()`` stay its own.
     """
 
     def decorate(cls: T) -> T:
-        original_new = cls.__new__  # type: ignore[misc]
-
-        def __new__(klass: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807 - replaces cls.__new__
-            if task.router.is_active and not task.has_role(role):
-                return task.void()
-            if original_new is object.__new__:
-                return object.__new__(klass)
-            return original_new(klass, *args, **kwargs)
-
-        cls.__new__ = staticmethod(__new__)  # type: ignore[misc, assignment]
+        cls.middleware_role = Role(role)  # type: ignore[attr-defined]
         return cls
 
     return decorate

@@ -41,23 +41,35 @@ Two entry points share one vectorised core: :meth:`HerRewardModel.estimate` (the
 per-episode call returning lists of transition dicts) and
 :meth:`HerRewardModel.relabel_batch` (many episodes into one columnar batch, used by the
 learner). Neither loops over transitions in Python except to build the seed's dicts.
+
+The caller's types. The core works on numpy columns. Episodes of torch tensors (the seed's
+data) are read as numpy views once, on entry; the goal functions the caller gives receive
+tensors (``torch.from_numpy`` views of the core's arrays, on the CPU) and may return tensors,
+arrays or Python scalars; every output field the caller gave as a tensor comes back as a
+tensor of that field's dtype, per-row shape (a reward given as ``[1]`` stays ``[1]``) and
+device. The default goal functions are numpy and serve either kind. Numpy episodes take the
+core's path untouched.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
+import torch
 
 from rlpipe.reward_model.base import BaseRewardModel
 from rlpipe.utils.batch import Batch
 
 HER_STRATEGIES = ("final", "future", "episode")
 
-SplitFunc = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-MergeFunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
-GoalRewardFunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# Goal functions take and return arrays of the episode's kind: numpy arrays, or torch tensors
+# for tensor episodes (see "The caller's types" in the module docstring).
+SplitFunc = Callable[[Any], tuple[Any, Any, Any]]
+MergeFunc = Callable[[Any, Any], Any]
+GoalRewardFunc = Callable[[Any, Any], Any]
 Episode = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 __all__ = [
@@ -108,17 +120,85 @@ def _optional_positive_int(key: str, value: Any) -> int | None:
     return None if value is None else _positive_int(key, value)
 
 
+def _as_numpy(value: Any) -> np.ndarray:
+    """A numpy array of an array, a tensor (a view when it is on the CPU) or a Python value."""
+    if isinstance(value, np.ndarray):  # first: the pipeline's own data, on the hot path
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+class _TensorEdge:
+    """Where a caller's torch tensors meet the numpy core (see "The caller's types" above).
+
+    Remembers, from the caller's episode, the dtype and per-row shape of each tensor field
+    and the device; :meth:`wrap` adapts a goal function written for tensors to numpy in and
+    out, and :meth:`restore` turns the core's output columns back into the caller's types.
+    """
+
+    def __init__(self, first: Mapping[str, Any], columnar: bool) -> None:
+        self._device: torch.device = first["obs"].device
+        self._tensor_fields = {
+            key: (value.dtype, value.shape[1:] if columnar else value.shape)
+            for key, value in first.items()
+            if isinstance(value, torch.Tensor)
+        }
+        self._other_fields = first.keys() - self._tensor_fields.keys()
+
+    @classmethod
+    def of(cls, episode: Episode) -> _TensorEdge | None:
+        """The edge for a validated episode whose ``obs`` is a tensor; None for numpy data."""
+        if isinstance(episode, Mapping):
+            first, columnar = episode, True
+        else:
+            first, columnar = episode[0], False
+        return cls(first, columnar) if isinstance(first["obs"], torch.Tensor) else None
+
+    @staticmethod
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        """``func`` called with tensor views of numpy arrays; its result(s) as numpy arrays."""
+
+        def on_numpy(*arrays: np.ndarray) -> Any:
+            result = func(*(torch.from_numpy(array) for array in arrays))
+            if isinstance(result, (tuple, list)):
+                return tuple(_as_numpy(part) for part in result)
+            return _as_numpy(result)
+
+        return on_numpy
+
+    def restore(self, batch: Batch) -> dict[str, Any]:
+        """Columns as the caller gave them: tensors of the input dtype, row shape and device.
+
+        Fields the caller gave as something other than tensors stay numpy; fields the core
+        added (``terminated`` when the input has none) become tensors.
+        """
+        restored: dict[str, Any] = {}
+        for key, column in batch.items():
+            if key in self._other_fields:
+                restored[key] = column
+                continue
+            tensor = torch.as_tensor(column, device=self._device)
+            if key in self._tensor_fields:
+                dtype, row_shape = self._tensor_fields[key]
+                tensor = tensor.to(dtype)
+                if prod(tensor.shape[1:]) == row_shape.numel():
+                    tensor = tensor.reshape(len(tensor), *row_shape)
+            restored[key] = tensor
+        return restored
+
+
 def _episode_columns(episode: Episode, name: str) -> dict[str, np.ndarray]:
     """One episode as columns with leading time dim T, from columns or a list of transition dicts."""
     if isinstance(episode, Mapping):
-        columns = {key: np.asarray(value) for key, value in episode.items()}
+        columns = {key: _as_numpy(value) for key, value in episode.items()}
     elif isinstance(episode, Sequence) and not isinstance(episode, (str, bytes)):
         if len(episode) == 0:
             raise ValueError(f"{name} is empty: there is nothing to relabel")
         keys = list(episode[0])
         if any(transition.keys() != episode[0].keys() for transition in episode):
             raise ValueError(f"{name}: every transition must have the fields {sorted(keys)}")
-        columns = {key: np.stack([np.asarray(tr[key]) for tr in episode]) for key in keys}
+        columns = {key: np.stack([_as_numpy(tr[key]) for tr in episode]) for key in keys}
     else:
         raise TypeError(
             f"{name} must be a dict of arrays or a list of transition dicts, got {type(episode).__name__}"
@@ -182,9 +262,9 @@ class HerRewardModel(BaseRewardModel):
         self._sample_per_episode = _optional_positive_int(
             "sample_per_episode", _cfg_value(cfg, "sample_per_episode", None)
         )
-        self._merge_func = merge_func or merge_state_goal
-        self._split_func = split_func or split_state_goal
-        self._goal_reward_func = goal_reward_func or equal_goal_reward
+        self._merge_func = merge_func
+        self._split_func = split_func
+        self._goal_reward_func = goal_reward_func
         self._terminal_on_success = terminal_on_success
         self._relabel_prob = float(relabel_prob)
         self._rng = np.random.default_rng()
@@ -217,17 +297,19 @@ class HerRewardModel(BaseRewardModel):
     ) -> list[list[dict[str, Any]]]:
         """Relabel one episode: ``her_replay_k`` lists of transition dicts (the seed's contract).
 
-        ``episode`` is a dict of arrays with leading time dim or a list of transition dicts.
+        ``episode`` is a dict of arrays with leading time dim or a list of transition dicts,
+        of numpy arrays or torch tensors; the transitions come back in the same types.
         Each list holds ``sample_per_episode`` (or T) transitions; functions left None fall
         back to the model's. ``rng`` defaults to the model's own unseeded generator.
         """
         columns = _episode_columns(episode, "episode")
-        batch = self._relabel(
-            [columns], self._rng if rng is None else rng, merge_func, split_func, goal_reward_func
-        )
+        edge = _TensorEdge.of(episode)
+        functions = self._goal_functions(edge, merge_func, split_func, goal_reward_func)
+        batch = self._relabel([columns], self._rng if rng is None else rng, *functions)
+        out = batch if edge is None else edge.restore(batch)
         rows = len(batch["obs"]) // self._replay_k
         return [
-            [{key: column[k * rows + i] for key, column in batch.items()} for i in range(rows)]
+            [{key: _row(column, k * rows + i) for key, column in out.items()} for i in range(rows)]
             for k in range(self._replay_k)
         ]
 
@@ -238,30 +320,55 @@ class HerRewardModel(BaseRewardModel):
         merge_func: MergeFunc | None = None,
         split_func: SplitFunc | None = None,
         goal_reward_func: GoalRewardFunc | None = None,
-    ) -> Batch:
+    ) -> dict[str, Any]:
         """Relabel many episodes at once into one columnar batch.
 
         Rows: ``her_replay_k`` blocks (copy-major) of ``sum(sample_per_episode or T_i)`` rows
         each, episode by episode. Every field of the episodes is carried; ``obs``,
         ``next_obs``, ``reward`` (and ``terminated``, see the module docstring) are rewritten.
+        Numpy episodes give a numpy :data:`Batch`; episodes of tensors give tensor columns
+        (their types are read from the first episode).
         """
         if len(episodes) == 0:
             raise ValueError("relabel_batch got no episodes")
         columns = [_episode_columns(ep, f"episode {i}") for i, ep in enumerate(episodes)]
-        return self._relabel(columns, rng, merge_func, split_func, goal_reward_func)
+        edge = _TensorEdge.of(episodes[0])
+        functions = self._goal_functions(edge, merge_func, split_func, goal_reward_func)
+        batch = self._relabel(columns, rng, *functions)
+        return batch if edge is None else edge.restore(batch)
+
+    def _goal_functions(
+        self,
+        edge: _TensorEdge | None,
+        merge_func: MergeFunc | None,
+        split_func: SplitFunc | None,
+        goal_reward_func: GoalRewardFunc | None,
+    ) -> tuple[MergeFunc, SplitFunc, GoalRewardFunc]:
+        """The call's functions, else the model's, else the (numpy) defaults; the caller's
+        functions get the caller's types through ``edge``."""
+
+        def pick(
+            call: Callable[..., Any] | None, model: Callable[..., Any] | None, default: Callable[..., Any]
+        ) -> Callable[..., Any]:
+            func = call or model
+            if func is None:
+                return default
+            return func if edge is None else edge.wrap(func)
+
+        return (
+            pick(merge_func, self._merge_func, merge_state_goal),
+            pick(split_func, self._split_func, split_state_goal),
+            pick(goal_reward_func, self._goal_reward_func, equal_goal_reward),
+        )
 
     def _relabel(
         self,
         episodes: list[dict[str, np.ndarray]],
         rng: np.random.Generator,
-        merge_func: MergeFunc | None,
-        split_func: SplitFunc | None,
-        goal_reward_func: GoalRewardFunc | None,
+        merge: MergeFunc,
+        split: SplitFunc,
+        goal_reward: GoalRewardFunc,
     ) -> Batch:
-        split = split_func or self._split_func
-        merge = merge_func or self._merge_func
-        goal_reward = goal_reward_func or self._goal_reward_func
-
         data = _concat_episodes(episodes)
         lengths = np.array([len(ep["obs"]) for ep in episodes], dtype=np.int64)
         starts = np.cumsum(lengths) - lengths
@@ -313,6 +420,13 @@ class HerRewardModel(BaseRewardModel):
         if self._strategy == "future":
             return rng.integers(t, T)
         return rng.integers(0, T)
+
+
+def _row(column: Any, i: int) -> Any:
+    """Row ``i`` of an output column; a tensor row is cloned, like the seed's copied
+    transitions, because a view would keep (and pickle) the whole column."""
+    row = column[i]
+    return row.clone() if isinstance(row, torch.Tensor) else row
 
 
 def _concat_episodes(episodes: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import torch
 
 Batch = dict[str, np.ndarray]
 
@@ -13,6 +15,25 @@ def concat_batches(batches: Sequence[Mapping[str, np.ndarray]]) -> Batch:
     if not batches:
         raise ValueError("concat_batches needs at least one batch")
     return {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
+
+
+def stack_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A list of transition dicts (the seed's form) as one columnar batch, converted once.
+
+    Fields that are torch tensors are stacked with ``torch.stack`` (the caller's type is kept),
+    anything else with ``np.stack``. Every row must have the same fields.
+    """
+    if not rows:
+        raise ValueError("stack_rows needs at least one row")
+    keys = rows[0].keys()
+    for i, row in enumerate(rows):
+        if row.keys() != keys:
+            raise ValueError(f"transition {i} has fields {sorted(row)}, transition 0 has {sorted(keys)}")
+    out: dict[str, Any] = {}
+    for key in keys:
+        values = [row[key] for row in rows]
+        out[key] = torch.stack(values) if isinstance(values[0], torch.Tensor) else np.stack(values)
+    return out
 
 
 def num_rows(batch: Mapping[str, np.ndarray]) -> int:

@@ -68,24 +68,6 @@ def test_two_interleaved_envs_terminated_and_truncated_by_hand() -> None:
     assert acc.pending_count == 2  # env1 t=3 and env0 t=4, episodes still running
 
 
-def test_a_failed_step_ends_its_episode_at_the_step_before() -> None:
-    """n=3. Env 0 fails at t=2 (a placeholder row: reward 0, truncated); env 1 runs on."""
-    acc = NStepAccumulator(3, GAMMA)
-    first = acc.add(rows([0, 1, 0, 1], [0, 0, 1, 1], [1, 1, 2, 1], [0, 0, 0, 0], [0, 0, 0, 0]))
-    failed = rows([0, 1], [2, 2], [0, 1], [0, 0], [1, 0])
-    failed["env_error"] = np.array([True, False])
-    second = acc.add(failed)
-    assert first["reward"].shape == (0,) and "env_error" not in second
-    env0 = second["env_id"] == 0
-    assert second["action"][env0].tolist() == [0, 1]  # no transition from the failed step
-    assert second["reward"][env0].tolist() == [1 + 0.5 * 2, 2]
-    assert second["truncated"][env0].all() and not second["terminated"][env0].any()
-    assert second["next_obs"][env0, 0].tolist() == [2, 2]  # the last good observation
-    assert second["value_gamma"][env0].tolist() == [0.25, 0.5]
-    assert second["action"][~env0].tolist() == [0]  # env 1's first window (t=0..2) is complete
-    assert acc.pending_count == 2  # env 1, t=1 and 2
-
-
 def test_nstep_one_is_identity_plus_value_gamma() -> None:
     acc = NStepAccumulator(1, 0.9)
     batch = rows([0, 1], [0, 0], [3, 4], [0, 1], [0, 0])

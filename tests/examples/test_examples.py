@@ -1,13 +1,18 @@
-"""The examples run as written (so they never rot) and learn within small budgets."""
+"""The examples run as written (so they never rot), build what ``rlpipe train`` builds, and learn."""
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
 import pytest
-import torch
+
+from rlpipe.config import load_config
+from rlpipe.entry.build import build_parts
+from rlpipe.entry.pipeline import use_training_pipeline
+from rlpipe.framework import Task
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PRESETS = {"dqn": "cartpole-dqn", "dqn_per": "cartpole-dqn-per", "dqn_her": "bitflip-her-dqn"}
 
 
 def load(name: str):
@@ -17,24 +22,16 @@ def load(name: str):
     return module
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def middleware_name(fn) -> str:
+    return getattr(fn, "__qualname__", type(fn).__qualname__)
 
 
-def test_dqn_example_solves_cartpole():
-    torch.manual_seed(0)
-    assert load("dqn").main(["seed=0", "run.max_env_step=20000"]) >= 475
-
-
-def test_dqn_per_example_solves_cartpole():
-    torch.manual_seed(0)
-    assert load("dqn_per").main(["seed=0", "run.max_env_step=20000"]) >= 475
-
-
-def test_dqn_her_example_solves_8_bit_flip():
-    torch.manual_seed(0)
-    assert load("dqn_her").main(["seed=0", "env.env_kwargs.n_bits=8", "run.max_env_step=15000"]) >= 0.9
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_example_uses_the_pipeline_rlpipe_train_builds(name, monkeypatch):
+    seen: list[list[str]] = []
+    monkeypatch.setattr(Task, "run", lambda self, max_step=None: seen.append(
+        [middleware_name(fn) for fn in self.middleware]))
+    load(name).main(["seed=0"])
+    with build_parts(load_config(PRESETS[name], ["seed=0"])) as parts:
+        cli = [middleware_name(fn) for fn in use_training_pipeline(Task(), parts).middleware]
+    assert seen == [cli]

@@ -1,9 +1,12 @@
 """Semantics of the pipeline engine: order, wrap, finish, renew/keep, roles."""
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from rlpipe.framework import OnlineRLContext, Role, Task, role_gated, task
+from rlpipe.framework.task import call_middleware
 
 
 def recorder(log: list[str], name: str, generator: bool):
@@ -131,21 +134,80 @@ def test_start_resets_state_and_roles():
     assert task.middleware == [] and not task.has_role(Role.LEARNER) and not task.finish
 
 
-def test_role_gated_returns_void_only_in_distributed_process_without_role(monkeypatch):
+def test_use_leaves_out_middleware_of_a_role_this_distributed_task_does_not_play(monkeypatch):
+    collected = []
+
     @role_gated(Role.COLLECTOR)
     class Collector:
         def __init__(self, x):
             self.x = x
 
-    assert Collector(3).x == 3
-    assert task.router.is_active is False
-    monkeypatch.setattr(type(task.router), "is_active", property(lambda self: True))
-    assert Collector(3) is task.void()
-    task.add_role(Role.COLLECTOR)
-    try:
-        assert Collector(4).x == 4
-    finally:
-        task.reset()
+        def __call__(self, ctx):
+            collected.append(self.x)
+
+    t = Task()
+    t.use(Collector(3))
+    assert len(t.middleware) == 1  # one process: every middleware runs
+    monkeypatch.setattr(type(t.router), "is_active", property(lambda self: True))
+    learner_only = Task().add_role(Role.LEARNER)
+    learner_only.use(Collector(3))
+    assert learner_only.middleware == []
+    collector = Task().add_role(Role.COLLECTOR)
+    collector.use(Collector(4))
+    collector.run(max_step=1)
+    assert collected == [4]
+
+
+def test_role_gated_keeps_the_class_signature():
+    @role_gated(Role.LEARNER)
+    class Learner:
+        def __init__(self, cfg: int, policy: str) -> None:
+            self.cfg = cfg
+
+    assert list(inspect.signature(Learner).parameters) == ["cfg", "policy"]
+    assert Learner(1, "p").cfg == 1 and Learner.middleware_role is Role.LEARNER
+
+
+def test_finish_is_the_contexts_flag():
+    t = Task()
+
+    def stopper(ctx):
+        ctx.finish = True
+
+    t.use(stopper)
+    t.run(max_step=5)
+    assert t.ctx.total_step == 0 and t.finish  # stopped after the first iteration
+    t.finish = False
+    assert not t.ctx.finish
+
+
+def test_a_second_task_runs_without_touching_the_module_task():
+    with task.start():
+        task.use(lambda ctx: None)
+        other = Task()
+        seen = []
+        other.use(lambda ctx: seen.append(ctx.total_step))
+        other.use(lambda ctx: setattr(ctx, "finish", ctx.total_step == 2))
+        other.run()
+        assert seen == [0, 1, 2] and other.finish
+        assert len(task.middleware) == 1 and not task.finish and task.ctx.total_step == 0
+
+
+def test_call_middleware_runs_forward_then_backward_when_asked():
+    log = []
+
+    def gen(ctx):
+        log.append("forward")
+        yield
+        log.append("backward")
+
+    finish = call_middleware(gen, OnlineRLContext())
+    assert log == ["forward"]
+    finish()
+    finish()  # at most once
+    assert log == ["forward", "backward"]
+    call_middleware(lambda ctx: log.append("plain"), OnlineRLContext())()
+    assert log[-1] == "plain"
 
 
 def test_offline_context_keeps_epoch_and_iteration_counters():

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from rlpipe.framework.context import OnlineRLContext
-from rlpipe.framework.task import Role, role_gated, task
+from rlpipe.framework.task import Role, role_gated
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value", "last_save_iter")
@@ -52,7 +52,7 @@ def latest_checkpoint(save_dir: str | Path) -> Path:
 class CkptSaver:
     """Save ``iteration_{train_iter}.pth.tar`` every ``train_freq`` train iterations,
     ``eval.pth.tar`` whenever the evaluation return beats the best so far (also the best of
-    an earlier run in the same directory), and ``final.pth.tar`` when the task finishes (if
+    an earlier run in the same directory), and ``final.pth.tar`` once ``ctx.finish`` is set (if
     ``save_finish``). With ``buffer_``, the periodic and final saves also write the replay
     buffer beside the checkpoint (see :func:`buffer_file`; only the newest is kept), so that a
     run can be resumed whole. ``keep_last``: keep only that many periodic checkpoints, the
@@ -94,7 +94,7 @@ class CkptSaver:
         if ctx.eval_value is not None and ctx.eval_value > self._best_eval:
             self._best_eval = ctx.eval_value
             self._save(ctx, "eval.pth.tar", with_buffer=False)
-        if task.finish and self._save_finish:
+        if ctx.finish and self._save_finish:
             self._save(ctx, "final.pth.tar", with_buffer=True)
 
     def _forget_old_periodic(self) -> None:

@@ -1,7 +1,9 @@
 """Collectors: step the vector environment with the collect policy and hand over the data.
 
 Both read ``ctx.collect_kwargs`` (e.g. ``eps``) and increment ``ctx.env_step`` and
-``ctx.env_episode``. Transitions stay columnar from the environment to the buffer.
+``ctx.env_episode``. Transitions stay columnar from the environment to the buffer. Failed
+environment steps are resolved here, once: what the collectors write holds only real
+transitions, and an episode cut by a failure ends, truncated, at its last good step.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.envs.vector import VectorEnvManager
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
@@ -32,8 +35,10 @@ class StepCollector:
     """Collect ``cfg.policy.collect.n_sample`` env steps (rounded up to whole vector steps).
 
     Writes ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
-    in time order, with ``env_id``. The first ``random_collect_size`` env steps use
-    uniformly random actions.
+    in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
+    ``random_collect_size`` env steps use uniformly random actions. The newest vector step
+    is held until the next one shows whether its env failed (:class:`FailedStepFilter`), so
+    the rows written lag the env steps counted by one vector step.
     """
 
     def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:
@@ -41,6 +46,7 @@ class StepCollector:
         self._env = env
         self._vector_steps = math.ceil(cfg.policy.collect.n_sample / env.num_envs)
         self._random_collect_size = random_collect_size
+        self._clean = FailedStepFilter()
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         vector_steps = self._vector_steps
@@ -50,8 +56,10 @@ class StepCollector:
         for _ in range(vector_steps):
             step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
             _count(ctx, step)
-            steps.append(step)
-        ctx.trajectories = concat_batches(steps)
+            ready = self._clean.add(step)
+            if ready is not None:
+                steps.append(ready)
+        ctx.trajectories = concat_batches(steps) if steps else None
 
 
 @role_gated(Role.COLLECTOR)

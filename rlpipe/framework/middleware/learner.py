@@ -7,7 +7,9 @@ Two deliberate differences from the seed's implementation:
   trains on whichever it gets (see :func:`reward_estimator`);
 * each fetched batch's backward part (priority update) runs right after that batch is
   trained, so priorities land on exactly the items of that batch, however many batches
-  one iteration trains and whoever else reads ``ctx.train_output``.
+  one iteration trains and whoever else reads ``ctx.train_output``;
+* fetcher, estimator and trainer are called directly (:func:`call_middleware`), not through
+  the module-level ``task``, so a learner works in any :class:`Task`, or in none.
 """
 from __future__ import annotations
 
@@ -19,20 +21,20 @@ from rlpipe.framework.middleware.functional.data_processor import offpolicy_data
 from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
 from rlpipe.framework.middleware.functional.trainer import trainer
-from rlpipe.framework.task import Role, role_gated, task
+from rlpipe.framework.task import Role, call_middleware, role_gated
 
 
 def _learn_rounds(
     ctx: OnlineRLContext,
     rounds: int,
-    fetch: Callable[[OnlineRLContext], Callable[[], None]],
+    fetch: Callable[[OnlineRLContext], Any],
     train: Callable[[OnlineRLContext], Any],
     estimate: Callable[[OnlineRLContext], Any] | None = None,
 ) -> None:
     """Run up to ``rounds`` fetch -> estimate -> train rounds; ``ctx.train_output`` becomes their list."""
     outputs = []
     for _ in range(rounds):
-        finish_fetch = fetch(ctx)
+        finish_fetch = call_middleware(fetch, ctx)
         if ctx.train_data is None:
             finish_fetch()
             break
@@ -63,9 +65,9 @@ class OffPolicyLearner:
     ) -> None:
         self.cfg = cfg
         self._update_per_collect = cfg.policy.learn.update_per_collect
-        self._fetcher = task.wrap(offpolicy_data_fetcher(cfg, buffer_))
-        self._trainer = task.wrap(trainer(cfg, policy, log_freq=log_freq))
-        self._reward_estimator = task.wrap(reward_estimator(cfg, reward_model)) if reward_model is not None else None
+        self._fetcher = offpolicy_data_fetcher(cfg, buffer_)
+        self._trainer = trainer(cfg, policy, log_freq=log_freq)
+        self._reward_estimator = reward_estimator(cfg, reward_model) if reward_model is not None else None
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer, self._reward_estimator)
@@ -81,8 +83,8 @@ class HERLearner:
     def __init__(self, cfg: Any, policy: Any, buffer_: Any, her_reward_model: Any) -> None:
         self.cfg = cfg
         self._update_per_collect = cfg.policy.learn.update_per_collect
-        self._fetcher = task.wrap(her_data_enhancer(cfg, buffer_, her_reward_model))
-        self._trainer = task.wrap(trainer(cfg, policy))
+        self._fetcher = her_data_enhancer(cfg, buffer_, her_reward_model)
+        self._trainer = trainer(cfg, policy)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer)

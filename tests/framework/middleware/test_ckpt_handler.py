@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlpipe.framework import OnlineRLContext, task
+from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import CkptSaver
 from rlpipe.utils.checkpoint import load_checkpoint
 
@@ -28,7 +28,7 @@ def test_saves_periodically_on_best_eval_and_at_finish(tmp_path):
     saver(ctx)
     assert (ckpt / "iteration_10.pth.tar").exists()
     assert load_checkpoint(ckpt / "eval.pth.tar")["counters"]["train_iter"] == 5  # 0.5 is not better
-    task.finish = True
+    ctx.finish = True
     saver(ctx)
     final = load_checkpoint(ckpt / "final.pth.tar")
     assert final["counters"]["env_step"] == 99

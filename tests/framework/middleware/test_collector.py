@@ -22,12 +22,16 @@ def test_step_collector_collects_whole_vector_steps_in_time_order(cartpole_env):
     ctx.collect_kwargs["eps"] = 0.3
     collector(ctx)
     traj = ctx.trajectories
-    assert len(traj["reward"]) == 9  # ceil(7 / 3) vector steps of 3 envs
-    assert ctx.env_step == 9
-    assert traj["env_id"].tolist() == [0, 1, 2] * 3
+    assert ctx.env_step == 9  # ceil(7 / 3) vector steps of 3 envs
+    assert len(traj["reward"]) == 6  # the newest vector step is held until the next one
+    assert traj["env_id"].tolist() == [0, 1, 2] * 2
     # each env's obs continues from its previous next_obs (no episode can end within 3 steps)
     np.testing.assert_array_equal(traj["obs"][3:], traj["next_obs"][:-3])
     assert actor.kwargs == [{"eps": 0.3}] * 3
+    held_next_obs = traj["next_obs"][3:]
+    collector(ctx)
+    np.testing.assert_array_equal(ctx.trajectories["obs"][:3], held_next_obs)  # the held step comes next
+    assert len(ctx.trajectories["reward"]) == 9
     assert traj["terminated"].dtype == bool and traj["truncated"].dtype == bool
 
 
@@ -47,7 +51,7 @@ def test_step_collector_marks_episode_ends_and_keeps_final_obs(cartpole_env):
     collector(ctx)
     traj = ctx.trajectories
     ends = np.flatnonzero(traj["terminated"])
-    assert len(ends) > 0 and ctx.env_episode == len(ends)
+    assert len(ends) > 0 and 0 <= ctx.env_episode - len(ends) <= 3  # episodes may end in the held step
     # always pushing left, the pole falls: the final next_obs is out of bounds, not a reset state
     assert np.all(np.abs(traj["next_obs"][ends, 2]) > 0.2)
     after = ends + 3
@@ -82,3 +86,21 @@ def test_episode_collector_ends_an_episode_before_its_failed_step(monkeypatch):
     assert "env_error" not in failed and failed["obs"][:, 0].tolist() == [0, 1]
     assert failed["truncated"].tolist() == [False, True] and failed["next_obs"][-1, 0] == 2
     assert len(whole["reward"]) == 5 and ctx.env_step == 8  # the failed step still counts as a step
+
+
+def test_step_collector_drops_a_failed_step_and_truncates_the_step_before_across_calls(monkeypatch):
+    monkeypatch.setattr(FailsOnce, "made", 0)
+    env = VectorEnvManager(lambda: RecreateOnError(FailsOnce), num_envs=1, seed=0)
+    collector = StepCollector(cfg(n_sample=1), ConstantActor(), env)
+    ctx = OnlineRLContext()
+    written = []
+    for _ in range(6):  # one vector step per call: the failure (3rd step) comes a call after the step before
+        collector(ctx)
+        if ctx.trajectories is not None:
+            written.append(ctx.trajectories)
+    rows = {key: np.concatenate([t[key] for t in written]) for key in written[0]}
+    assert "env_error" not in rows
+    assert rows["obs"][:, 0].tolist() == [0, 1, 0, 1]  # steps 1, 2 of the broken episode, then a new one
+    assert rows["truncated"].tolist() == [False, True, False, False]
+    assert rows["next_obs"][1, 0] == 2  # the last good observation, to bootstrap from
+    assert ctx.env_step == 6

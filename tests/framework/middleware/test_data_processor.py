@@ -56,29 +56,6 @@ def test_pusher_pushes_trajectories_in_one_batch_and_episodes_one_each() -> None
     assert buf.get(-1).meta["env"] == 1
 
 
-def test_pusher_leaves_out_failed_steps() -> None:
-    batch = steps(3)
-    batch["env_error"] = np.arange(6) == 3  # env 1 failed at t=1
-    buf = DequeBuffer(10)
-    data_pusher(config(), buf)(OnlineRLContext(trajectories=batch))
-    stored = buf.sample_batch(5, indices=buf.storage.ids[buf.storage.ordered_slots()]).data
-    assert stored["action"].tolist() == [0, 1, 2, 4, 5] and "env_error" not in stored
-    assert stored["truncated"].tolist() == [False, True, False, False, False]  # env 1's step before
-
-
-def test_pusher_ends_the_episode_of_a_failed_step_whose_step_before_it_pushed_earlier() -> None:
-    buf = DequeBuffer(10)
-    pusher = data_pusher(config(), buf)
-    for t, failed in enumerate([[False, False], [True, False], [False, True]]):  # one vector step a call
-        batch = steps(1, start=t)
-        batch["env_error"] = np.array(failed)
-        batch["terminated"][1] = t == 1  # env 1's episode ends at t=1: nothing left to truncate
-        pusher(OnlineRLContext(trajectories=batch))
-    stored = [buf.get(i).data for i in range(buf.count())]
-    assert [int(row["action"]) for row in stored] == [0, 1, 3, 4]  # env 0 failed at t=1, env 1 at t=2
-    assert [bool(row["truncated"]) for row in stored] == [True, False, False, False]
-
-
 def test_fetcher_shortage_sets_none_and_warns(caplog) -> None:
     buf = DequeBuffer(10)
     buf.push_batch(steps(1))

@@ -10,7 +10,7 @@ import pytest
 
 from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.errors import EnvironmentFailedError
-from rlpipe.framework import OnlineRLContext, task
+from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import (
     TrainingDivergedError,
     eps_greedy_handler,
@@ -52,7 +52,7 @@ def test_termination_checker(env_step, train_iter, finish):
     ctx = OnlineRLContext()
     ctx.env_step, ctx.train_iter = env_step, train_iter
     termination_checker(max_env_step=10, max_train_iter=5)(ctx)
-    assert task.finish is finish
+    assert ctx.finish is finish
 
 
 def test_trainer_counts_iterations_and_skips_missing_data():
@@ -161,7 +161,7 @@ def test_interaction_evaluator_respects_eval_freq_and_stop_value(cartpole_env):
     evaluator = interaction_evaluator(eval_cfg(), ConstantActor(), cartpole_env)
     ctx = OnlineRLContext()
     evaluator(ctx)
-    assert ctx.eval_value is not None and ctx.last_eval_iter == 0 and not task.finish
+    assert ctx.eval_value is not None and ctx.last_eval_iter == 0 and not ctx.finish
     ctx.eval_value = None
     ctx.train_iter = 9
     evaluator(ctx)
@@ -169,8 +169,9 @@ def test_interaction_evaluator_respects_eval_freq_and_stop_value(cartpole_env):
     ctx.train_iter = 10
     evaluator(ctx)
     assert ctx.last_eval_iter == 10
-    interaction_evaluator(eval_cfg(stop_value=1.0), ConstantActor(), cartpole_env)(OnlineRLContext())
-    assert task.finish
+    solved = OnlineRLContext()
+    interaction_evaluator(eval_cfg(stop_value=1.0), ConstantActor(), cartpole_env)(solved)
+    assert solved.finish
 
 
 def test_online_logger_writes_means_and_leaves_train_output_alone(tmp_path):

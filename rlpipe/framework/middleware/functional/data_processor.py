@@ -9,14 +9,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from rlpipe.config import ConfigError
 from rlpipe.data import Buffer, SampledBatch
 from rlpipe.data.nstep import NStepAccumulator
-from rlpipe.utils.batch import FAILED_STEP, end_episodes_at_failed_steps, num_rows, step_before
+from rlpipe.utils.batch import num_rows, stack_rows
 
 GROUP_KEY = "env"
 """Meta key under which the pusher records each row's env (the fetcher's sequence groups)."""
@@ -30,21 +32,19 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
 
     Rows get meta ``train_iter_data_collected`` (for staleness checks) and, with
     ``group_by_env`` (default: when ``cfg.policy.collect.unroll_len > 1``), ``env`` = their
-    ``env_id``, which sequence sampling groups by. Failed steps (placeholders of envs that
-    raised) are not pushed, and the env's step before becomes the end of its episode, also
-    when it was pushed in the previous call (see
-    :func:`rlpipe.utils.batch.end_episodes_at_failed_steps`).
+    ``env_id``, which sequence sampling groups by. Rows are pushed as they are: the
+    collectors hand on real transitions only (see :mod:`rlpipe.data.failed_steps`).
     """
     if group_by_env is None:
         group_by_env = cfg.policy.collect.unroll_len > 1
-    previous: tuple[np.ndarray, np.ndarray] | None = None  # ids and env_id of the last push
 
     def _push(ctx: Any) -> None:
-        nonlocal previous
         if ctx.trajectories is not None:
-            if previous is not None and FAILED_STEP in ctx.trajectories:
-                _end_stored_episodes(buffer_, ctx.trajectories, *previous)
-            batch = end_episodes_at_failed_steps(ctx.trajectories)
+            batch = ctx.trajectories
+            if isinstance(batch, Sequence):
+                if not batch:
+                    return
+                batch = stack_rows(batch)
             n = num_rows(batch)
             if n == 0:
                 return
@@ -53,8 +53,7 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
                 if "env_id" not in batch:
                     raise ValueError("data_pusher with group_by_env needs field 'env_id' in ctx.trajectories")
                 meta[GROUP_KEY] = batch["env_id"]
-            ids = buffer_.push_batch(batch, meta)
-            previous = (ids, batch["env_id"]) if "env_id" in batch else None
+            buffer_.push_batch(batch, meta)
         elif ctx.episodes is not None:
             for episode in ctx.episodes:
                 buffer_.push(episode, {COLLECTED: ctx.train_iter})
@@ -62,39 +61,18 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
     return _push
 
 
-def _end_stored_episodes(buffer_: Buffer, batch: Mapping[str, np.ndarray], ids: np.ndarray, env_id: np.ndarray) -> None:
-    """Truncate the stored step before each failed step of ``batch`` that has none before it in ``batch``.
-
-    ``ids`` and ``env_id``: the rows of the previous push. A step already an episode's end, or
-    no longer stored, is left alone.
-    """
-    if "env_id" not in batch:
-        return
-    env = batch["env_id"]
-    first_failed = np.asarray(batch[FAILED_STEP], dtype=bool) & (step_before(env) < 0)
-    for failed_env in env[first_failed]:  # crashes are rare: a loop over them only
-        mine = np.flatnonzero(env_id == failed_env)
-        if not len(mine):
-            continue
-        index = int(ids[mine[-1]])
-        try:
-            data = buffer_.get_by_index(index).data
-        except KeyError:  # overwritten or deleted since
-            continue
-        if not (data["terminated"] or data["truncated"]):
-            buffer_.update(index, data={**data, "truncated": np.True_})
-
-
 def nstep_reward_enhancer(cfg: Any) -> Callable[[Any], None]:
     """Middleware replacing ``ctx.trajectories`` by its n-step transitions (``cfg.policy.nstep``).
 
     Steps whose window is still open are held and come out in a later iteration, so the
     rows written may be fewer (or more) than the rows read. See :mod:`rlpipe.data.nstep`.
+    With ``nstep`` 1 the rows pass unchanged.
     """
     accumulator = NStepAccumulator(cfg.policy.nstep, cfg.policy.discount_factor)
+    one_step = accumulator.nstep == 1  # the 1-step transitions are the rows themselves
 
     def _nstep(ctx: Any) -> None:
-        if ctx.trajectories is not None:
+        if ctx.trajectories is not None and not one_step:
             ctx.trajectories = accumulator.add(ctx.trajectories)
 
     return _nstep
@@ -116,8 +94,8 @@ def _concat(batches: list[SampledBatch]) -> dict[str, np.ndarray]:
     return {key: np.concatenate([data[key] for data in parts]) for key in keys}
 
 
-def _learned_priority(train_output: Any) -> Any:
-    """The ``priority`` of the last learn step (``train_output`` is its dict)."""
+def _learned_priority(train_output: Any) -> Any | None:
+    """The ``priority`` of the last learn step (``train_output`` is its dict), or None if it has none."""
     if isinstance(train_output, list):
         if len(train_output) != 1:
             raise ValueError(
@@ -125,18 +103,39 @@ def _learned_priority(train_output: Any) -> Any:
                 "call its backward right after the trainer"
             )
         train_output = train_output[0]
-    if not isinstance(train_output, Mapping) or "priority" not in train_output:
-        raise ValueError("cfg.policy.priority is set but ctx.train_output has no 'priority'")
-    return train_output["priority"]
+    if not isinstance(train_output, Mapping):
+        return None
+    return train_output.get("priority")
 
 
-def _update_priority(buffer_: Buffer, indices: np.ndarray, priority: Any) -> None:
-    priority = np.asarray(priority, dtype=np.float64)
-    if indices.ndim == 2 and priority.shape == indices.shape[:1]:
-        priority = np.repeat(priority[:, None], indices.shape[1], axis=1)  # one priority per sequence
-    if priority.shape != indices.shape:
-        raise ValueError(f"priority has shape {priority.shape}, the fetched batch's indices {indices.shape}")
-    buffer_.update_batch(indices, {"priority": priority})
+def _as_numpy(values: Any) -> np.ndarray:
+    """Learned priorities as a numpy array (a policy may give a tensor, a list or an array)."""
+    if isinstance(values, torch.Tensor):
+        return values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def check_priority_config(cfg: Any, buffers: list[Buffer]) -> None:
+    """ConfigError when ``cfg.policy.priority`` (if the config has it) disagrees with the buffers.
+
+    The buffers own the priority channel; the flag is only checked, so that a config asking
+    for priority replay never trains silently without it, nor the reverse. A config without
+    the field (the seed's middleware never read it) is accepted as it is.
+    """
+    wanted = getattr(getattr(cfg, "policy", None), "priority", None)
+    if wanted is None:
+        return
+    have = [buf.has_priority_replay for buf in buffers]
+    if bool(wanted) and not all(have):
+        raise ConfigError(
+            "config key 'policy.priority' is true but the replay buffer has no PriorityExperienceReplay "
+            "(add it with buffer.use(...), or set policy.priority=false)"
+        )
+    if not wanted and any(have):
+        raise ConfigError(
+            "config key 'policy.priority' is false but the replay buffer uses PriorityExperienceReplay "
+            "(set policy.priority=true so the policy learns with its importance weights)"
+        )
 
 
 def offpolicy_data_fetcher(
@@ -149,12 +148,14 @@ def offpolicy_data_fetcher(
     ``buffer_``: one buffer; a list of ``(buffer, ratio)`` (``int(batch_size * ratio)`` rows
     from each, concatenated); or a dict of buffers (``train_data`` is a dict with one batch
     per key). With ``cfg.policy.collect.unroll_len > 1`` rows are sequences of that many
-    consecutive steps of one env (fields [B, T, ...]). After ``yield``, with
-    ``cfg.policy.priority``, the priorities in ``ctx.train_output`` update the fetched items.
+    consecutive steps of one env (fields [B, T, ...]). After ``yield``, when the learn output
+    in ``ctx.train_output`` has ``priority``, it goes to each source buffer's
+    ``update_priority`` for exactly the items fetched (a no-op for a buffer without priority
+    replay). Reads ``cfg.policy.learn.batch_size``, ``cfg.policy.collect.unroll_len`` and
+    checks ``cfg.policy.priority`` if present (:func:`check_priority_config`).
     """
     batch_size = cfg.policy.learn.batch_size
     unroll_len = cfg.policy.collect.unroll_len
-    priority = cfg.policy.priority
     if isinstance(buffer_, Buffer):
         sources: list[tuple[str | None, Buffer, int]] = [(None, buffer_, batch_size)]
     elif isinstance(buffer_, Mapping):
@@ -167,6 +168,7 @@ def offpolicy_data_fetcher(
         )
     if not sources:
         raise ValueError("offpolicy_data_fetcher needs at least one buffer")
+    check_priority_config(cfg, [buf for _, buf, _ in sources])
 
     def available(buf: Buffer) -> int:
         return buf.count() if unroll_len <= 1 else buf.count_runs(unroll_len, GROUP_KEY)
@@ -192,21 +194,21 @@ def offpolicy_data_fetcher(
         else:
             ctx.train_data = batches[0].data if len(batches) == 1 else _concat(batches)
         yield
-        if not priority:
-            return
         learned = _learned_priority(ctx.train_output)
+        if learned is None:
+            return
         if isinstance(buffer_, Mapping):
             if not isinstance(learned, Mapping):
                 raise ValueError(
                     "with a dict of buffers, train_output['priority'] must be a dict of the same keys"
                 )
             for (key, buf, _), batch in zip(sources, batches, strict=True):
-                _update_priority(buf, batch.indices, learned[key])
+                buf.update_priority(batch.indices, _as_numpy(learned[key]))
             return
-        values = np.asarray(learned)
+        values = _as_numpy(learned)
         offset = 0
         for (_, buf, size), batch in zip(sources, batches, strict=True):
-            _update_priority(buf, batch.indices, values[offset : offset + size])
+            buf.update_priority(batch.indices, values[offset : offset + size])
             offset += size
 
     return _fetch

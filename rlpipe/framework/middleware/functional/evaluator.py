@@ -9,7 +9,7 @@ import numpy as np
 from rlpipe.envs.vector import VectorEnvManager
 from rlpipe.errors import EnvironmentFailedError
 from rlpipe.framework.context import OnlineRLContext
-from rlpipe.framework.task import Role, role_gated, task
+from rlpipe.framework.task import Role, role_gated
 from rlpipe.utils.batch import FAILED_STEP
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
 
 @role_gated(Role.EVALUATOR)
 class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middleware functions
-    """Every ``eval_freq`` train iterations, evaluate and finish the task once ``stop_value`` is reached.
+    """Every ``eval_freq`` train iterations, evaluate; set ``ctx.finish`` once ``stop_value`` is reached.
 
     Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (mean return),
     ``ctx.eval_output`` (per-episode returns and lengths), ``ctx.last_eval_iter``,
@@ -89,4 +89,4 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
         ctx.last_eval_value = value
         logger.info("eval at train_iter %d, env_step %d: mean return %.3f", ctx.train_iter, ctx.env_step, value)
         if self._stop_on_solve and value >= self._stop_value:
-            task.finish = True
+            ctx.finish = True

@@ -4,18 +4,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rlpipe.framework.context import OnlineRLContext
-from rlpipe.framework.task import task
 
 
 def termination_checker(
     max_env_step: int | None = None, max_train_iter: int | None = None
 ) -> Callable[[OnlineRLContext], None]:
-    """Set ``task.finish`` once ``ctx.env_step >= max_env_step`` or ``ctx.train_iter >= max_train_iter``."""
+    """Set ``ctx.finish`` once ``ctx.env_step >= max_env_step`` or ``ctx.train_iter >= max_train_iter``."""
 
     def _check(ctx: OnlineRLContext) -> None:
         if max_env_step is not None and ctx.env_step >= max_env_step:
-            task.finish = True
+            ctx.finish = True
         if max_train_iter is not None and ctx.train_iter >= max_train_iter:
-            task.finish = True
+            ctx.finish = True
 
     return _check

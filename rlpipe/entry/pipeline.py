@@ -1,0 +1,43 @@
+"""The training pipeline of ``rlpipe train``: the algorithm's middleware, in the order they run.
+
+:func:`use_training_pipeline` is the one place that decides which middleware a config gets;
+the examples spell the same lines out for reading, and a test checks they agree.
+"""
+from __future__ import annotations
+
+from rlpipe.entry.build import Parts
+from rlpipe.framework import Task
+from rlpipe.framework.middleware import (
+    EpisodeCollector,
+    HERLearner,
+    OffPolicyLearner,
+    StepCollector,
+    data_pusher,
+    eps_greedy_handler,
+    interaction_evaluator,
+    nstep_reward_enhancer,
+    termination_checker,
+)
+
+
+def use_training_pipeline(task: Task, parts: Parts) -> Task:
+    """Add explore -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
+
+    Transitions and ``OffPolicyLearner`` by default; whole episodes and ``HERLearner`` when
+    ``parts`` has a HER reward model. Saving, logging and progress are the caller's to add.
+    """
+    cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
+    random_steps = cfg.policy.random_collect_size
+    task.use(eps_greedy_handler(cfg))
+    if parts.her_reward_model is None:
+        task.use(StepCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
+        task.use(nstep_reward_enhancer(cfg))
+        task.use(data_pusher(cfg, buffer))
+        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
+    else:
+        task.use(EpisodeCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
+        task.use(data_pusher(cfg, buffer))
+        task.use(HERLearner(cfg, policy.learn_mode, buffer, parts.her_reward_model))
+    task.use(interaction_evaluator(cfg, policy.eval_mode, parts.evaluator_env, stop_on_solve=cfg.run.stop_on_solve))
+    task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
+    return task
