@@ -1,8 +1,9 @@
 """Compiled (numba) loops of the ring storage: id -> slot lookup and uniform index draws.
 
 Importing this module needs numba; ``storage`` and ``sampling`` fall back to numpy without
-it. Each is one pass instead of several numpy calls: at a batch of 64-256 the numpy calls'
-fixed costs are most of the work (a priority-replay round looks ids up several times).
+it, with the same results bit for bit (a seed gives one run either way). Each is one pass
+instead of several numpy calls: at a batch of 64-256 the numpy calls' fixed costs are most
+of the work (a priority-replay round looks ids up several times).
 """
 
 import numba
@@ -24,8 +25,9 @@ def locate(stored_ids, base, ids, slots, exists):
 
 @numba.njit(cache=True)
 def scale_to_indices(u, population, distinct, out):
-    # out[j] = floor(u[j] * population) for u in [0, 1). With ``distinct``, returns False
-    # at the first repeated index (an open-addressing table of at least 2 slots per draw).
+    # out[j] = floor(u[j] * population) for u in [0, 1), the arithmetic of
+    # sampling.scale_to_indices (the tests compare both). With ``distinct``, returns False at
+    # the first repeated index (an open-addressing table of at least 2 slots per draw).
     size = 2
     while size < 2 * u.shape[0]:
         size *= 2

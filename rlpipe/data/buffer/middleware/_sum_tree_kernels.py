@@ -1,11 +1,12 @@
 """Compiled (numba) loops of :class:`~rlpipe.data.buffer.middleware.sum_tree.SumTree`.
 
 Importing this module needs numba; ``sum_tree`` falls back to its numpy code without it.
-The tree arithmetic (sums, minima, search) matches the numpy backend's bit for bit (the
-tests compare both); the powers of IS weights and priorities use libm's scalar ``pow``,
-which may differ from numpy's vectorised one in the last bit. The layout is the one
-``SumTree`` documents: ``offsets[level]`` starts each level in ``sums``;
-``mins`` holds the inner levels only (empty when minima are not tracked).
+The arithmetic matches the numpy backend's bit for bit (the tests compare both), so a seed
+gives one run with and without numba: the same sums, minima and search, and the powers of
+IS weights and priorities with libm's scalar ``pow`` / ``powf`` (which the numpy backend
+calls element by element: numpy's vectorised power may differ in the last bit). The layout
+is the one ``SumTree`` documents: ``offsets[level]`` starts each level in ``sums``; ``mins``
+holds the inner levels only (empty when minima are not tracked).
 """
 
 import numba

@@ -36,8 +36,9 @@ def her_data_enhancer(
 
     Episodes per call: ``her_reward_model.episode_size``, or ``cfg.policy.learn.batch_size``
     when that is None. Relabelling uses the batched path with a generator seeded from
-    ``cfg.seed`` (unseeded when the config has none). Writes ``ctx.train_data`` (a columnar batch), or None while the buffer holds
-    fewer episodes than needed; that shortage is logged once, not on every call.
+    ``cfg.seed`` (unseeded when the config has none, as the seed's configs may). Writes
+    ``ctx.train_data`` (a columnar batch), or None while the buffer holds fewer episodes
+    than needed; that shortage is logged once, not on every call.
     """
     n_episode = her_reward_model.episode_size or cfg.policy.learn.batch_size
     rng = np.random.default_rng(getattr(cfg, "seed", None))  # the seed's configs may have no seed
