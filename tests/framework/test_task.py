@@ -5,8 +5,7 @@ import inspect
 
 import pytest
 
-from rlpipe.framework import OnlineRLContext, Role, Task, role_gated, task
-from rlpipe.framework.task import call_middleware
+from rlpipe.framework import OnlineRLContext, Role, Task, call_middleware, role_gated, task
 
 
 def recorder(log: list[str], name: str, generator: bool):

@@ -10,6 +10,10 @@ middleware
     (``action`` is the operation's name). It may change the arguments, call ``chain`` (the
     rest of the chain, ending in the buffer's own implementation) and change the result.
     The first middleware added with :meth:`Buffer.use` is the outermost.
+priority
+    How likely prioritized replay draws an item. Only a middleware keeps priorities (the one
+    that declares ``updates_priority``, e.g. ``PriorityExperienceReplay``); a learner sets them
+    through :meth:`Buffer.update_priority`, which a buffer without one ignores.
 """
 
 from __future__ import annotations
@@ -21,11 +25,57 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+import torch
 
 Chain = Callable[..., Any]
 Middleware = Callable[..., Any]
 
-ACTIONS = ("push", "push_batch", "sample", "sample_batch", "update", "update_batch", "delete", "clear")
+ACTIONS = (
+    "push",
+    "push_batch",
+    "sample",
+    "sample_batch",
+    "update",
+    "update_batch",
+    "update_priority",
+    "delete",
+    "clear",
+    "get",
+    "get_by_index",
+)
+
+
+def index_array(indices: Any, copy: bool = False) -> np.ndarray:
+    """``indices`` (any shape) as int64 (``copy``: never the caller's array); ValueError if they
+    are not integers (e.g. strings, floats)."""
+    try:
+        arr = np.array(indices, copy=True) if copy else np.asarray(indices)
+    except ValueError:  # ragged nesting
+        arr = np.asarray(None)
+    if arr.dtype != np.int64:
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise ValueError(
+                f"indices must be integers (the indices push returned), got {arr.dtype} values like "
+                f"{arr.reshape(-1)[0]!r}"
+            )
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def priority_array(priority: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``priority`` as float64 of ``shape``, the indices' shape: given in that shape, in shape
+    ``shape[:1]`` (one per sequence of a [B, T] batch, repeated over T), or as one number."""
+    if isinstance(priority, torch.Tensor):
+        priority = priority.numpy(force=True)
+    values = np.asarray(priority, dtype=np.float64)
+    if values.shape == shape:
+        return values
+    if values.ndim == 0 or (len(shape) > 1 and values.shape == shape[:1]):
+        return np.broadcast_to(values.reshape(values.shape + (1,) * (len(shape) - values.ndim)), shape)
+    raise ValueError(
+        f"priority has shape {values.shape}, indices have shape {shape}: give one priority per index, "
+        f"or one per sequence (shape {shape[:1]})"
+    )
 
 
 @dataclass
@@ -38,9 +88,13 @@ class BufferedData:
 
 
 class SampledBatch(NamedTuple):
-    """A collated batch (field -> array with leading batch dim) and the indices of its rows."""
+    """A collated batch and the indices of its rows.
 
-    data: dict[str, np.ndarray]
+    ``data``: field -> values with a leading batch dim: a numpy array, or a torch tensor for a
+    field pushed as tensors (a numeric field is never an object array).
+    """
+
+    data: dict[str, Any]
     indices: np.ndarray
 
 
@@ -50,6 +104,9 @@ class BufferMiddleware:
     Subclasses override the actions they change. ``state_dict``/``load_state_dict`` carry the
     state that :meth:`Buffer.save_data` must keep (numpy arrays and JSON-able values only).
     """
+
+    updates_priority: bool = False
+    """True for a middleware that keeps item priorities (see :meth:`Buffer.update_priority`)."""
 
     def __call__(self, action: str, chain: Chain, *args: Any, **kwargs: Any) -> Any:
         return getattr(self, action)(chain, *args, **kwargs)
@@ -74,11 +131,20 @@ class BufferMiddleware:
     def update_batch(self, chain: Chain, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
         return chain(indices, meta)
 
+    def update_priority(self, chain: Chain, indices: np.ndarray, priority: np.ndarray) -> None:
+        chain(indices, priority)
+
     def delete(self, chain: Chain, indices: np.ndarray) -> None:
         chain(indices)
 
     def clear(self, chain: Chain) -> None:
         chain()
+
+    def get(self, chain: Chain, idx: int) -> BufferedData:
+        return chain(idx)
+
+    def get_by_index(self, chain: Chain, index: int) -> BufferedData:
+        return chain(index)
 
     def state_dict(self) -> dict[str, Any]:
         """State to save with the buffer's data (empty for stateless middleware)."""
@@ -110,6 +176,11 @@ class Buffer(ABC):
     def middleware(self) -> list[Middleware]:
         """The chain, outermost first."""
         return list(self._middleware)
+
+    @property
+    def has_priority_replay(self) -> bool:
+        """Whether a middleware of the chain keeps priorities (``updates_priority``)."""
+        return any(isinstance(mw, BufferMiddleware) and mw.updates_priority for mw in self._middleware)
 
     def _apply(self, action: str, core: Chain, *args: Any, **kwargs: Any) -> Any:
         """Run ``action`` through the middleware chain, ending in ``core``.
@@ -191,6 +262,22 @@ class Buffer(ABC):
 
     @abstractmethod
     def update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray: ...
+
+    def update_priority(self, indices: Any, priority: Any) -> None:
+        """Set the priorities of the items with ``indices`` (int ids of any shape, e.g. a sampled
+        batch's [B] or [B, T]); ids no longer stored are skipped.
+
+        ``priority`` (array-like or tensor): one per index, one per sequence of a [B, T] batch
+        (shape [B]), or one number; another shape is a ValueError naming both. The one channel
+        for learned priorities: without priority replay in the chain, nothing happens.
+        """
+        ids = index_array(indices)
+        values = priority_array(priority, ids.shape)
+        self._apply("update_priority", self._update_priority, ids.reshape(-1), values.reshape(-1))
+
+    def _update_priority(self, indices: np.ndarray, priority: np.ndarray) -> None:
+        """The chain's end: the buffer itself keeps no priorities."""
+        return None
 
     def __len__(self) -> int:
         return self.count()

@@ -8,12 +8,13 @@ samples, and runs through the middleware chain (see :mod:`rlpipe.data.buffer.bas
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from rlpipe.data.buffer.base import Buffer, BufferedData, SampledBatch
+from rlpipe.data.buffer.base import Buffer, BufferedData, SampledBatch, index_array
 from rlpipe.data.buffer.persist import load_buffer, save_buffer
 from rlpipe.data.buffer.sampling import choose
 from rlpipe.data.buffer.storage import OPAQUE, RingStorage
@@ -51,6 +52,33 @@ def check_size(
             return available
         raise ValueError(f"cannot sample {size} {what} without replacement: only {available} available")
     return size
+
+
+def _as_id(index: Any) -> int | None:
+    """``index`` as an item id, or None if it cannot be one (a string, None, a float, a bool)."""
+    if isinstance(index, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(index)
+    except TypeError:
+        return None
+
+
+def _ids_of(index: Any) -> np.ndarray:
+    """``index`` (one id or many) as int64 ids, leaving out what cannot be an id: it names no item."""
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu":
+        return index.astype(np.int64, copy=False).reshape(-1)
+    if isinstance(index, Iterable) and not isinstance(index, (str, bytes, Mapping)):
+        values = list(index)
+        try:
+            ids = np.asarray(values)
+        except ValueError:  # ragged nesting
+            ids = np.asarray(None)
+        if ids.dtype.kind in "iu":
+            return ids.astype(np.int64, copy=False).reshape(-1)
+    else:
+        values = [index]
+    return np.array([i for i in map(_as_id, values) if i is not None], dtype=np.int64)
 
 
 def _flatten_leading(key: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -91,10 +119,13 @@ class DequeBuffer(Buffer):
 
     def _push(self, data: Any, meta: dict[str, Any] | None) -> BufferedData:
         st = self.storage
-        index, slot = st.alloc_one()
         is_row = isinstance(data, Mapping) and all(isinstance(key, str) for key in data)
-        st.data.write_row(slot, data if is_row else {OPAQUE: data})
-        st.meta.write_row(slot, meta or {})
+        # checked before a slot is taken: a value that does not fit stores nothing, evicts nothing
+        values = st.data.prepare_row(data if is_row else {OPAQUE: data})
+        meta_values = st.meta.prepare_row(meta or {})
+        index, slot = st.alloc_one()
+        st.data.put_row(slot, values)
+        st.meta.put_row(slot, meta_values)
         return BufferedData(data, index, meta if meta is not None else {})
 
     def push_batch(
@@ -113,9 +144,11 @@ class DequeBuffer(Buffer):
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         st = self.storage
+        arrays = st.data.prepare_rows(batch)  # before the ring moves, as in _push
+        meta_arrays = st.meta.prepare_rows(meta) if meta else {}
         ids, slots, kept = st.alloc(n)
-        st.data.write_rows(slots, batch, kept)
-        st.meta.write_rows(slots, meta or {}, kept)
+        st.data.put_rows(slots, arrays, kept)
+        st.meta.put_rows(slots, meta_arrays, kept)
         return ids
 
     # ---- sample --------------------------------------------------------------------
@@ -296,7 +329,7 @@ class DequeBuffer(Buffer):
     ) -> SampledBatch:
         st = self.storage
         if indices is not None:
-            ids = np.array(indices, dtype=np.int64)  # a copy: the batch must not alias the caller's
+            ids = index_array(indices, copy=True)  # the batch must not alias the caller's array
             slots = self._slots_of(ids.reshape(-1), skip_missing=False).reshape(ids.shape)
             return SampledBatch(self._gather(slots), ids)
         if unroll_len is not None:
@@ -309,7 +342,7 @@ class DequeBuffer(Buffer):
             slots = self._uniform_slots(size, replace, False, sample_range)
         return SampledBatch(self._gather(slots), st.ids[slots])
 
-    def _gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+    def _gather(self, slots: np.ndarray) -> dict[str, Any]:
         """The data fields at ``slots`` (any shape), each shaped [*slots.shape, ...]."""
         data = self.storage.data.gather(slots.reshape(-1))
         if slots.ndim > 1:
@@ -317,24 +350,32 @@ class DequeBuffer(Buffer):
         return data
 
     # ---- update / delete / clear -----------------------------------------------------
-    def update(self, index: int, data: Any = None, meta: dict[str, Any] | None = None) -> bool:
+    def update(self, index: Any, data: Any = None, meta: dict[str, Any] | None = None) -> bool:
         """Replace the data and/or set the given meta keys (others kept) of one item.
 
-        Returns False when ``index`` matches no stored item.
+        Returns False, changing nothing, when ``index`` matches no stored item (overwritten,
+        deleted, never pushed, or no index at all, e.g. a string).
         """
+        item_id = _as_id(index)
+        if item_id is None:
+            return False
         with self.storage.lock:
-            return self._apply("update", self._update, index, data, meta)
+            return self._apply("update", self._update, item_id, data, meta)
 
     def _update(self, index: int, data: Any, meta: dict[str, Any] | None) -> bool:
         st = self.storage
         slot = st.slot_of(index)
         if slot is None:
             return False
+        values = None
         if data is not None:
             is_row = isinstance(data, Mapping) and all(isinstance(key, str) for key in data)
-            st.data.write_row(slot, data if is_row else {OPAQUE: data})
-        if meta:
-            st.meta.write_row(slot, meta, replace=False)
+            values = st.data.prepare_row(data if is_row else {OPAQUE: data})
+        meta_values = st.meta.prepare_row(meta) if meta else None
+        if values is not None:
+            st.data.put_row(slot, values)
+        if meta_values:
+            st.meta.put_row(slot, meta_values, replace=False)
         st.version += 1
         return True
 
@@ -342,9 +383,10 @@ class DequeBuffer(Buffer):
         """Set meta fields of many items at once; returns which indices still existed.
 
         ``indices`` may have any shape (e.g. [B, T] of a sequence batch); each meta value then
-        starts with that shape, and the result has it.
+        starts with that shape, and the result has it. Indices that are not integers are a
+        ValueError (use ``update`` for the seed's forgiving one-item form).
         """
-        ids = np.asarray(indices, dtype=np.int64)
+        ids = index_array(indices)
         if ids.ndim != 1:
             meta = {key: _flatten_leading(key, value, ids.shape) for key, value in meta.items()}
         with self.storage.lock:
@@ -356,17 +398,25 @@ class DequeBuffer(Buffer):
             raise ValueError(f"meta has {batch_length(meta, 'meta')} rows, indices have {len(indices)}")
         st = self.storage
         slots, exists, found = located = st.locate(indices)
-        if meta and found:
+        if meta:
+            arrays = st.meta.prepare_rows(meta)
             if located.all_found:  # the usual case: no rows to leave out, so no masked copies
-                st.meta.write_rows(slots, meta, slice(None), replace=False)
-            else:
-                st.meta.write_rows(slots[exists], meta, exists, replace=False)
-            st.version += 1
+                st.meta.put_rows(slots, arrays, slice(None), replace=False)
+            elif found:
+                st.meta.put_rows(slots[exists], arrays, exists, replace=False)
+            if found:
+                st.version += 1
         return exists
 
-    def delete(self, index: int | Iterable[int]) -> None:
-        """Remove the items with these indices (indices that match nothing are ignored)."""
-        ids = np.atleast_1d(np.asarray(index, dtype=np.int64)).reshape(-1)
+    def update_priority(self, indices: Any, priority: Any) -> None:
+        """See :meth:`Buffer.update_priority` (a no-op without priority replay in the chain)."""
+        with self.storage.lock:
+            super().update_priority(indices, priority)
+
+    def delete(self, index: Any) -> None:
+        """Remove the items with these indices (one or many); any that match nothing (or are no
+        index at all, e.g. a string) are ignored."""
+        ids = _ids_of(index)
         with self.storage.lock:
             self._apply("delete", self._delete, ids)
 
@@ -388,21 +438,28 @@ class DequeBuffer(Buffer):
     def get(self, idx: int) -> BufferedData:
         """The ``idx``-th stored item, oldest first (negative counts from the newest)."""
         with self.storage.lock:
-            order = self.storage.ordered_slots()
-            if not -len(order) <= idx < len(order):
-                raise IndexError(f"item {idx} out of range for a buffer of {len(order)} items")
-            return self._items(order[[idx]])[0]
+            return self._apply("get", self._get, idx)
 
-    def get_by_index(self, index: int) -> BufferedData:
+    def _get(self, idx: int) -> BufferedData:
+        order = self.storage.ordered_slots()
+        if not -len(order) <= idx < len(order):
+            raise IndexError(f"item {idx} out of range for a buffer of {len(order)} items")
+        return self._items(order[[idx]])[0]
+
+    def get_by_index(self, index: Any) -> BufferedData:
         """The item with this index; KeyError if it was overwritten, deleted or never pushed."""
         with self.storage.lock:
-            slot = self.storage.slot_of(index)
-            if slot is None:
-                raise KeyError(f"index {index} is not in the buffer")
-            return self._items(np.array([slot]))[0]
+            return self._apply("get_by_index", self._get_by_index, index)
+
+    def _get_by_index(self, index: Any) -> BufferedData:
+        item_id = _as_id(index)
+        slot = None if item_id is None else self.storage.slot_of(item_id)
+        if slot is None:
+            raise KeyError(f"index {index!r} is not in the buffer")
+        return self._items(np.array([slot]))[0]
 
     def _slots_of(self, indices: Iterable[int], skip_missing: bool) -> np.ndarray:
-        ids = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, dtype=np.int64)
+        ids = index_array(list(indices) if not isinstance(indices, np.ndarray) else indices)
         slots, exists, _ = located = self.storage.locate(ids)
         if not located.all_found:
             if not skip_missing:

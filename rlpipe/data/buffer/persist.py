@@ -6,8 +6,10 @@ items are written (their slots are saved too, so the ring comes back exactly).
 
 Column kinds: ``typed`` (a numeric column), ``str`` (Python strings), ``ragged`` (numeric
 arrays of one dtype and rank but varying shape, e.g. whole episodes: concatenated, with
-their shapes). Anything else (lists, dicts, tensors, arbitrary objects) would need pickle,
-so saving it fails with a ValueError naming the field.
+their shapes), ``tensors`` (the same for torch tensors kept as objects, e.g. tensors pushed
+as whole items). A column pushed as tensors is saved as numpy with ``"torch": true`` in its
+header entry and is read back as tensors after loading. Anything else (lists, dicts,
+arbitrary objects) would need pickle, so saving it fails with a ValueError naming the field.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 from rlpipe.data.buffer.base import BufferMiddleware
 from rlpipe.data.buffer.storage import Table, take_rows
@@ -38,6 +41,13 @@ def _encode_column(name: str, values: np.ndarray, arrays: dict[str, np.ndarray])
     if all(isinstance(item, str) for item in items):
         arrays[name] = np.array(items, dtype=str)
         return "str"
+    kind = "ragged"
+    if items and all(isinstance(item, torch.Tensor) for item in items):
+        try:
+            items = [item.numpy(force=True) for item in items]
+            kind = "tensors"
+        except (TypeError, RuntimeError):  # a dtype numpy lacks: reported below
+            pass
     if all(isinstance(item, np.ndarray) and item.dtype.kind in "biufc" for item in items):
         dtypes = {item.dtype for item in items}
         ranks = {item.ndim for item in items}
@@ -47,7 +57,7 @@ def _encode_column(name: str, values: np.ndarray, arrays: dict[str, np.ndarray])
             arrays[name + ".shapes"] = np.array([item.shape for item in items], dtype=np.int64).reshape(
                 -1, rank
             )
-            return "ragged"
+            return kind
     kinds = sorted({type(item).__name__ for item in items})
     table, field = name.split("/", 1)
     raise ValueError(
@@ -60,7 +70,7 @@ def _decode_column(name: str, kind: str, arrays: Mapping[str, np.ndarray]) -> np
     values = arrays[name]
     if kind == "typed":
         return values
-    out = np.empty(len(arrays[name + ".shapes"]) if kind == "ragged" else len(values), dtype=object)
+    out = np.empty(len(values) if kind == "str" else len(arrays[name + ".shapes"]), dtype=object)
     if kind == "str":
         for i, value in enumerate(values.tolist()):
             out[i] = value
@@ -68,7 +78,8 @@ def _decode_column(name: str, kind: str, arrays: Mapping[str, np.ndarray]) -> np
     offset = 0
     for i, shape in enumerate(arrays[name + ".shapes"].tolist()):
         size = int(np.prod(shape, dtype=np.int64))
-        out[i] = values[offset : offset + size].reshape(shape).copy()
+        item = values[offset : offset + size].reshape(shape).copy()
+        out[i] = torch.from_numpy(item) if kind == "tensors" else item
         offset += size
     return out
 
@@ -81,7 +92,11 @@ def _save_table(
         mask = table.present.get(key)
         have = slots if mask is None else slots[mask[slots]]
         name = f"{prefix}/{key}"
-        spec[key] = {"kind": _encode_column(name, take_rows(col, have), arrays), "sparse": mask is not None}
+        spec[key] = {
+            "kind": _encode_column(name, take_rows(col, have), arrays),
+            "sparse": mask is not None,
+            "torch": key in table.torch_fields,
+        }
         if mask is not None:
             arrays[name + ".present"] = mask[slots]
     return spec
@@ -93,7 +108,8 @@ def _load_table(prefix: str, table: Table, spec: Mapping[str, Any], slots: np.nd
         name = f"{prefix}/{key}"
         have = slots[arrays[name + ".present"]] if info["sparse"] else slots
         fields[key] = (_decode_column(name, info["kind"], arrays), have, bool(info["sparse"]))
-    table.restore(fields, written=len(slots) > 0)
+    torch_fields = [key for key, info in spec.items() if info.get("torch", False)]  # absent in older files
+    table.restore(fields, written=len(slots) > 0, torch_fields=torch_fields)
 
 
 def _stateful(buffer: DequeBuffer) -> list[tuple[int, BufferMiddleware]]:

@@ -65,3 +65,29 @@ def test_use_after_operations_joins_the_chain() -> None:
     buf.sample_batch(2)
     buf.update_batch(ids, {"m": np.ones(3)})
     assert seen == ["sample_batch", "update_batch"]
+
+
+def test_update_priority_runs_through_the_chain_and_a_plain_buffer_ignores_it() -> None:
+    class Recorder(BufferMiddleware):
+        updates_priority = True
+
+        def __init__(self) -> None:
+            self.seen: list[tuple[list[int], list[float]]] = []
+
+        def update_priority(self, chain, indices, priority):
+            self.seen.append((indices.tolist(), priority.tolist()))
+            return chain(indices, priority)
+
+    plain = DequeBuffer(4, seed=0)
+    ids = plain.push_batch({"x": np.arange(4.0)}, {"m": np.zeros(4)})
+    plain.update_priority(ids, np.ones(4))  # nothing keeps priorities here: nothing changes
+    assert not plain.has_priority_replay and list(plain.storage.meta.columns) == ["m"]
+    assert [plain.get(i).meta for i in range(4)] == [{"m": 0.0}] * 4
+    with pytest.raises(ValueError, match=r"priority has shape \(3,\), indices have shape \(4,\)"):
+        plain.update_priority(ids, np.ones(3))  # a wrong call fails with or without priority replay
+
+    recorder = Recorder()
+    buf = DequeBuffer(4).use(recorder)
+    assert buf.has_priority_replay
+    buf.update_priority(np.array([[0, 1], [2, 3]]), [5.0, 6.0])  # one priority per sequence, flattened
+    assert recorder.seen == [([0, 1, 2, 3], [5.0, 5.0, 6.0, 6.0])]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,13 +148,23 @@ def test_update_batch_takes_indices_of_any_shape() -> None:
         buf.update_batch(np.array([[0, 1], [2, 3]]), {"priority": np.ones(4)})
 
 
-def test_type_change_moves_field_to_object_column() -> None:
-    buf = DequeBuffer(4)
-    buf.push({"obs": np.zeros(2), "info": 1})
-    buf.push({"obs": np.zeros(3), "info": "text"})
-    assert buf.get(0).data["obs"].shape == (2,)
-    assert buf.get(1).data["obs"].shape == (3,)
-    assert buf.get(1).data["info"] == "text" and buf.get(0).data["info"] == 1
+def test_a_value_that_does_not_fit_its_field_raises_and_stores_nothing() -> None:
+    buf = DequeBuffer(2)
+    buf.push({"obs": np.zeros(2), "info": 1}, {"k": 0})
+    buf.push({"obs": np.ones(2), "info": 2}, {"k": 1})  # full
+    with pytest.raises(ValueError, match=r"field 'obs' expects float64 of shape \(2,\), got float64 of shape \(3,\)"):
+        buf.push({"obs": np.zeros(3), "info": 3})
+    with pytest.raises(ValueError, match=r"field 'info' expects int64 of shape \(\), got a str"):
+        buf.push({"obs": np.zeros(2), "info": "text"})
+    with pytest.raises(ValueError, match=r"meta key 'k' expects int64 of shape \(\), got a Python float"):
+        buf.push({"obs": np.zeros(2), "info": 3}, {"k": 0.5})
+    with pytest.raises(ValueError, match=r"field 'info' expects rows of int64 of shape \(\), got <U1"):
+        buf.push_batch({"obs": np.zeros((1, 2)), "info": np.array(["a"])})
+    assert buf.count() == 2 and buf.storage.next_id == 2  # nothing stored, nothing evicted
+    assert [(float(buf.get(i).data["obs"][0]), int(buf.get(i).data["info"])) for i in range(2)] == [(0, 1), (1, 2)]
+    with pytest.raises(ValueError, match="field 'obs'"):
+        buf.update(0, data={"obs": np.zeros(3), "info": 1}, meta={"k": 5})
+    assert buf.get_by_index(0).meta == {"k": 0}  # the meta was not written either
 
 
 def test_sample_batch_with_missing_field_names_it() -> None:
@@ -343,3 +355,124 @@ def test_concurrent_push_and_sample_stay_consistent() -> None:
         thread.join()
     assert errors == []
     assert buf.count() == 64 and buf.get(-1).index == 64 + 4 * 300 - 1
+
+
+# ---- torch tensors (the seed's transitions) ---------------------------------------------
+def tensor_transition(i: int) -> dict[str, torch.Tensor]:
+    return {
+        "obs": torch.arange(4, dtype=torch.float32) + i,
+        "action": torch.tensor([i], dtype=torch.int64),
+        "reward": torch.tensor([0.5 * i], dtype=torch.float32),
+        "done": torch.tensor(i % 3 == 2),
+    }
+
+
+def tensor_batch(n: int, start: int = 0) -> dict[str, torch.Tensor]:
+    rows = [tensor_transition(i) for i in range(start, start + n)]
+    return {key: torch.stack([row[key] for row in rows]) for key in rows[0]}
+
+
+EXPECTED = {"obs": (torch.float32, (4,)), "action": (torch.int64, (1,)), "reward": (torch.float32, (1,)),
+            "done": (torch.bool, ())}  # fmt: skip
+
+
+def assert_is_transition(data: dict[str, Any], i: int) -> None:
+    assert data.keys() >= EXPECTED.keys()
+    for key, (dtype, shape) in EXPECTED.items():
+        assert isinstance(data[key], torch.Tensor) and data[key].dtype == dtype and data[key].shape == shape, key
+        assert torch.equal(data[key], tensor_transition(i)[key]), key
+
+
+def test_tensor_transitions_come_back_as_tensors() -> None:
+    buf = DequeBuffer(8, seed=0)
+    for i in range(3):
+        pushed = tensor_transition(i)
+        item = buf.push(pushed, {"env": i})
+        assert item.data is pushed
+    ids = buf.push_batch(tensor_batch(3, start=3), {"env": torch.arange(3, 6)})
+    assert ids.tolist() == [3, 4, 5]
+    for i in range(6):
+        assert_is_transition(buf.get(i).data, i)
+        assert_is_transition(buf.get_by_index(i).data, i)
+        assert buf.get(i).meta == {"env": i}  # meta pushed as tensors comes back as tensors too
+    for item in buf.sample(4):
+        assert_is_transition(item.data, item.index)
+    stored = buf.storage.data.columns
+    assert all(stored[key].dtype != object for key in EXPECTED)  # typed numpy columns underneath
+    got = buf.get(0).data["obs"]
+    got += 100  # a row read is the caller's own tensor
+    assert_is_transition(buf.get(0).data, 0)
+
+
+@pytest.mark.parametrize("unroll_len", [None, 2])
+def test_sample_batch_of_tensor_fields_is_stacked_tensors(unroll_len: int | None) -> None:
+    buf = DequeBuffer(16, seed=0)
+    buf.push_batch({**tensor_batch(6), "env_id": np.zeros(6, dtype=np.int64)})  # a numpy field too
+    for i in range(6, 8):
+        buf.push({**tensor_transition(i), "env_id": np.int64(0)})
+    batch = buf.sample_batch(4, unroll_len=unroll_len)
+    lead = (4,) if unroll_len is None else (4, 2)
+    assert batch.indices.shape == lead
+    for key, (dtype, shape) in EXPECTED.items():
+        value = batch.data[key]
+        assert isinstance(value, torch.Tensor) and value.dtype == dtype and value.shape == lead + shape, key
+        expected = torch.stack([tensor_transition(i)[key] for i in batch.indices.reshape(-1).tolist()])
+        assert torch.equal(value.reshape(-1, *shape), expected)
+    assert isinstance(batch.data["env_id"], np.ndarray) and batch.data["env_id"].dtype == np.int64
+    again = buf.sample_batch(1, indices=batch.indices.reshape(-1)[:1])
+    again.data["obs"] += 100  # a batch is the caller's own: the buffer is unchanged
+    assert_is_transition(buf.get_by_index(int(batch.indices.reshape(-1)[0])).data, int(batch.indices.reshape(-1)[0]))
+
+
+def test_a_tensor_that_does_not_fit_its_field_names_field_and_both_dtypes_and_shapes() -> None:
+    buf = DequeBuffer(4)
+    buf.push(tensor_transition(0))
+    expects = r"field 'obs' expects torch.float32 of shape \(4,\), got torch.float32 of shape \(3,\)"
+    with pytest.raises(ValueError, match=expects):
+        buf.push({**tensor_transition(1), "obs": torch.zeros(3)})
+    expects = r"field 'action' expects torch.int64 of shape \(1,\), got torch.float32 of shape \(1,\)"
+    with pytest.raises(ValueError, match=expects):
+        buf.push({**tensor_transition(1), "action": torch.tensor([1.5])})
+    expects = r"field 'action' expects rows of torch.int64 of shape \(1,\), got torch.float32 of shape \(1,\)"
+    with pytest.raises(ValueError, match=expects):
+        buf.push_batch({**tensor_batch(2), "action": torch.zeros(2, 1)})
+    with pytest.raises(ValueError, match=r"field 'obs' expects rows of torch.float32 of shape \(4,\), got .* \(5,\)"):
+        buf.push_batch({**tensor_batch(2), "obs": torch.zeros(2, 5)})
+    with pytest.raises(ValueError, match=r"field 'x' is a torch.bfloat16 tensor, which numpy cannot hold"):
+        buf.push({**tensor_transition(1), "x": torch.zeros(2, dtype=torch.bfloat16)})
+    assert buf.count() == 1 and "x" not in buf.storage.data.columns
+    buf.push({**tensor_transition(1), "obs": np.arange(4.0) + 1, "done": False})  # castable values are fine
+    assert_is_transition(buf.get(1).data, 1)
+
+
+def test_tensor_episodes_of_varying_length_and_whole_tensor_items() -> None:
+    buf = DequeBuffer(4)
+    for length in (3, 5):
+        buf.push({"obs": torch.ones(length, 2), "reward": torch.zeros(length)})  # every field [T, ...]
+    assert [tuple(buf.get(i).data["obs"].shape) for i in range(2)] == [(3, 2), (5, 2)]
+    assert isinstance(buf.get(1).data["reward"], torch.Tensor)
+    item = torch.arange(3)
+    buf.push(item)  # not a dict of fields: kept as the object it is (a copy)
+    assert torch.equal(buf.get(2).data, item) and buf.get(2).data is not item
+
+
+def test_update_and_delete_of_unknown_indices_change_nothing() -> None:
+    buf = DequeBuffer(3)
+    for i in range(4):  # id 0 is overwritten by id 3
+        buf.push(tensor_transition(i), {"k": i})
+    for unknown in (0, 99, -1, "abc", None, 1.5, True, np.float64(2.0)):  # stale, never pushed, foreign
+        assert buf.update(unknown, data=tensor_transition(9), meta={"k": 9}) is False
+        assert buf.delete(unknown) is None
+        assert buf.count() == 3
+    assert buf.update([1], meta={"k": 9}) is False  # a list is not one index
+    assert [buf.get(i).meta["k"] for i in range(3)] == [1, 2, 3]
+    assert_is_transition(buf.get_by_index(1).data, 1)
+    with pytest.raises(KeyError, match="index 'abc' is not in the buffer"):
+        buf.get_by_index("abc")
+    buf.delete([2, "abc", None, 99])  # the stored one among foreign ones goes
+    assert [buf.get(i).index for i in range(buf.count())] == [1, 3]
+    with pytest.raises(ValueError, match="indices must be integers"):
+        buf.update_batch(np.array(["abc"]), {"k": np.zeros(1)})
+    with pytest.raises(ValueError, match="indices must be integers"):
+        buf.update_batch([1.5], {"k": np.zeros(1)})
+    assert buf.update_batch(np.array([0, 1]), {"k": np.array([7, 8])}).tolist() == [False, True]

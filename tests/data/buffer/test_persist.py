@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import torch
 
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay, use_time_check
 
@@ -58,13 +61,16 @@ def test_round_trip_restores_everything(tmp_path, layout: str) -> None:
 
 def test_episodes_and_strings_are_saved_ragged(tmp_path) -> None:
     buf = DequeBuffer(4)
-    buf.push({"obs": np.zeros((3, 2)), "goal": np.ones(2)}, {"name": "a"})
-    buf.push({"obs": np.ones((5, 2)), "goal": np.ones(2)}, {"name": "bb"})
+    buf.push({"obs": np.zeros((3, 2)), "goal": np.ones((3, 2))}, {"name": "a"})  # episodes: fields [T, ...]
+    buf.push({"obs": np.ones((5, 2)), "goal": np.ones((5, 2))}, {"name": "bb"})
+    buf.push(np.arange(4))  # whole items that are not dicts of fields
+    buf.push(np.arange(6))
     buf.save_data(str(tmp_path / "ep.npz"))
     other = DequeBuffer(4)
     other.load_data(str(tmp_path / "ep.npz"))
     np.testing.assert_array_equal(other.get(1).data["obs"], np.ones((5, 2)))
     assert other.get(0).meta == {"name": "a"}
+    np.testing.assert_array_equal(other.get(3).data, np.arange(6))
 
 
 def test_unsafe_data_fails_at_save_and_bad_files_fail_at_load(tmp_path) -> None:
@@ -86,3 +92,40 @@ def test_unsafe_data_fails_at_save_and_bad_files_fail_at_load(tmp_path) -> None:
     with_per.use(PriorityExperienceReplay(with_per))
     with pytest.raises(ValueError, match="middleware"):
         with_per.load_data(str(tmp_path / "ok.npz"))
+
+
+def test_tensor_data_round_trips_as_tensors_without_pickle(tmp_path) -> None:
+    def transition(i: int) -> dict[str, torch.Tensor]:
+        return {
+            "obs": torch.arange(4, dtype=torch.float32) + i,
+            "action": torch.tensor([i]),
+            "reward": torch.tensor([0.5 * i]),
+            "done": torch.tensor(i % 2 == 1),
+        }
+
+    buf = DequeBuffer(8, seed=1)
+    buf.push(transition(0), {"env": 0})
+    rows = [transition(i) for i in range(1, 4)]
+    buf.push_batch({key: torch.stack([row[key] for row in rows]) for key in rows[0]}, {"env": np.arange(1, 4)})
+    buf.push({"episode": torch.ones(3, 2)})  # a later, sparse field
+    buf.push(torch.arange(5))  # a whole item that is a tensor
+    path = tmp_path / "tensors.npz"
+    buf.save_data(str(path))
+    other = DequeBuffer(8)
+    other.load_data(str(path))
+    for i in range(4):
+        data = other.get(i).data
+        for key, value in transition(i).items():
+            assert isinstance(data[key], torch.Tensor) and data[key].dtype == value.dtype
+            assert torch.equal(data[key], value)
+    assert torch.equal(other.get(4).data["episode"], torch.ones(3, 2))
+    assert torch.equal(other.get(5).data, torch.arange(5))
+    batch = other.sample_batch(3, indices=np.array([0, 2, 3]))
+    assert isinstance(batch.data["obs"], torch.Tensor) and batch.data["obs"].shape == (3, 4)
+    assert other.get(1).meta == {"env": 1}
+    with np.load(path, allow_pickle=False) as npz:
+        header = json.loads(str(npz["__header__"]))
+        assert all(npz[name].dtype != object for name in npz.files)
+    torch_fields = {key for key, info in header["data"].items() if info["torch"]}
+    assert torch_fields == {"obs", "action", "reward", "done", "episode"}
+    assert header["data"]["__item__"]["kind"] == "tensors"

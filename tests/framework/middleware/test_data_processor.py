@@ -48,10 +48,13 @@ def test_pusher_pushes_trajectories_in_one_batch_and_episodes_one_each() -> None
     data_pusher(config(), buf)(ctx)
     assert calls == ["push_batch"] and buf.count() == 6
     assert buf.get(0).meta == {"train_iter_data_collected": 7}
+    episodes = DequeBuffer(10)
+    episodes.use(lambda action, chain, *a, **k: calls.append(action) or chain(*a, **k))
     ctx = OnlineRLContext()
     ctx.episodes = [{"obs": np.zeros((3, 1))}, {"obs": np.zeros((5, 1))}]
-    data_pusher(config(), buf)(ctx)
-    assert calls[1:] == ["push", "push"] and buf.get(-1).data["obs"].shape == (5, 1)
+    data_pusher(config(), episodes)(ctx)
+    assert [c for c in calls if c != "get"] == ["push_batch", "push", "push"]
+    assert episodes.get(-1).data["obs"].shape == (5, 1)
     data_pusher(config(unroll_len=2), buf)(OnlineRLContext(trajectories=steps(1)))
     assert buf.get(-1).meta["env"] == 1
 
@@ -104,7 +107,7 @@ def test_weight_filled_for_uniform_source_when_mixed_with_priority() -> None:
     a.push_batch(steps(5))
     b.push_batch(steps(5))
     ctx = OnlineRLContext()
-    task.wrap(offpolicy_data_fetcher(config(batch_size=4), [(a, 0.5), (b, 0.5)]))(ctx)()
+    task.wrap(offpolicy_data_fetcher(config(batch_size=4, priority=True), [(a, 0.5), (b, 0.5)]))(ctx)()
     assert ctx.train_data["weight"].shape == (4,)
     np.testing.assert_array_equal(ctx.train_data["weight"][2:], 1.0)
 
@@ -159,6 +162,8 @@ def test_priority_updates_land_on_each_batch_of_a_multi_batch_iteration() -> Non
 def test_priority_update_splits_over_buffers_and_sequences() -> None:
     cfg = config(batch_size=4, priority=True, unroll_len=2)
     a, b = DequeBuffer(50, seed=0), DequeBuffer(50, seed=1)
+    for buf in (a, b):
+        buf.use(PriorityExperienceReplay(buf, priority_power_factor=1.0))
     data_pusher(cfg, a)(OnlineRLContext(trajectories=steps(4)))
     data_pusher(cfg, b)(OnlineRLContext(trajectories=steps(4)))
     ctx = OnlineRLContext()
@@ -169,7 +174,7 @@ def test_priority_update_splits_over_buffers_and_sequences() -> None:
     back()
     for buf, part, prios in ((a, rows[:2], [1.0, 2.0]), (b, rows[2:], [3.0, 4.0])):
         expected = {int(i): p for seq, p in zip(part, prios, strict=True) for i in seq}  # later wins
-        assert {i: buf.get_by_index(i).meta["priority"] for i in expected} == expected
+        assert {i: buf.get_by_index(i).meta["priority"] for i in expected} == pytest.approx(expected)
     bad = task.wrap(offpolicy_data_fetcher(cfg, a))
     back = bad(ctx)
     ctx.train_output = [{"priority": np.ones(4)}, {"priority": np.ones(4)}]

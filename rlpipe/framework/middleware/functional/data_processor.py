@@ -126,9 +126,9 @@ def check_priority_config(cfg: Any, buffers: list[Buffer]) -> None:
     if wanted is None:
         return
     have = [buf.has_priority_replay for buf in buffers]
-    if bool(wanted) and not all(have):
+    if bool(wanted) and not any(have):  # a uniform source may be mixed with a prioritised one
         raise ConfigError(
-            "config key 'policy.priority' is true but the replay buffer has no PriorityExperienceReplay "
+            "config key 'policy.priority' is true but no replay buffer has PriorityExperienceReplay "
             "(add it with buffer.use(...), or set policy.priority=false)"
         )
     if not wanted and any(have):

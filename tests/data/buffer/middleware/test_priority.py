@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay, use_time_check
 
@@ -117,3 +118,83 @@ def test_pass_through_for_indices_groupby_and_no_weights_when_disabled() -> None
     assert per.sample_calls == calls
     with pytest.raises(ValueError, match="priority_power_factor"):
         PriorityExperienceReplay(buf, priority_power_factor=-1)
+
+
+def test_update_priority_sets_the_leaves_and_the_sampling_frequencies() -> None:
+    buf, per = make(size=4, alpha=1.0)
+    ids = buf.push_batch(rows(4))
+    buf.update_priority(ids, np.array([0.0, 0.0, 1.0, 3.0]))
+    np.testing.assert_allclose(per.tree.leaves(), [1e-6, 1e-6, 1.0 + 1e-6, 3.0 + 1e-6])
+    counts = np.bincount(buf.sample_batch(4000, replace=True).indices, minlength=4)
+    assert counts[:2].sum() <= 2 and 800 < counts[2] < 1200  # 1/4 of the draws, 3/4 for the last
+    buf.update_priority(np.array([0, 99]), torch.tensor([2.0, 5.0]))  # a learner's tensor; 99 is not stored
+    np.testing.assert_allclose(per.tree.leaves(), [2.0 + 1e-6, 1e-6, 1.0 + 1e-6, 3.0 + 1e-6])
+    assert per.max_priority == 3.0
+
+
+def test_update_priority_takes_one_priority_per_sequence_and_names_shapes() -> None:
+    buf, per = make(size=6, alpha=1.0)
+    ids = buf.push_batch(rows(6)).reshape(3, 2)  # a [B, T] batch of indices
+    buf.update_priority(ids, np.array([1.0, 2.0, 4.0]))  # one per sequence: repeated over T
+    np.testing.assert_allclose(per.tree.leaves(), np.repeat([1.0, 2.0, 4.0], 2) + 1e-6)
+    buf.update_priority(ids, np.arange(6.0).reshape(3, 2))
+    np.testing.assert_allclose(per.tree.leaves(), np.arange(6.0) + 1e-6)
+    with pytest.raises(ValueError, match=r"priority has shape \(2,\), indices have shape \(3, 2\)"):
+        buf.update_priority(ids, np.ones(2))
+    with pytest.raises(ValueError, match="indices must be integers"):
+        buf.update_priority(np.array(["a"]), np.ones(1))
+
+
+def test_priority_lives_in_the_tree_and_items_show_the_latest() -> None:
+    buf, per = make(size=4, alpha=0.6)
+    buf.push({"action": 0, "reward": 0.0}, {"priority": 2.0, "env": 0})
+    ids = buf.push_batch(rows(3, 1), {"priority": np.array([1.0, 2.0, 3.0]), "env": np.arange(1, 4)})
+    buf.update_batch(ids, {"priority": np.array([4.0, 5.0, 6.0]), "env": np.array([7, 8, 9])})
+    assert buf.update(0, meta={"priority": 0.25})
+    buf.update_priority(np.array([3]), np.array([0.5]))
+    assert "priority" not in buf.storage.meta.columns  # stored once: in the tree
+    expected = {0: 0.25, 1: 4.0, 2: 5.0, 3: 0.5}
+    for i, priority in expected.items():
+        item = buf.get_by_index(i)
+        assert item.meta["priority"] == pytest.approx(priority, rel=1e-9)
+        assert buf.get(i).meta["priority"] == item.meta["priority"]
+    assert buf.get_by_index(2).meta["env"] == 8  # the rest of the meta was written
+    for item in buf.sample(4) + buf.sample(indices=[3]) + buf.sample(1, groupby="env")[0]:
+        assert item.meta["priority"] == pytest.approx(expected[item.index], rel=1e-9)
+    assert not buf.update(99, meta={"priority": 9.0}) and not buf.update("x", meta={"priority": 9.0})
+    assert per.max_priority == 6.0  # the unknown ones set nothing
+    np.testing.assert_array_equal(buf.update_batch(np.array([1, 42]), {"priority": np.ones(2)}), [True, False])
+
+
+def test_float32_priorities_read_back_exactly() -> None:
+    buf, _ = make(size=4, alpha=1.0)
+    ids = buf.push_batch(rows(3))
+    priority = np.array([0.1, 2.5, 7.3], dtype=np.float32)
+    buf.update_priority(ids, priority)
+    assert [buf.get(i).meta["priority"] for i in range(3)] == priority.tolist()
+    assert buf.push({"action": 3, "reward": 0.0}).meta["priority"] == buf.get(3).meta["priority"] == float(priority[2])
+
+
+def test_priority_reads_back_exactly_with_alpha_zero() -> None:
+    buf, per = make(size=4, alpha=0.0)
+    ids = buf.push_batch(rows(2))
+    buf.update_priority(ids, np.array([0.3, 7.0]))
+    assert [buf.get(i).meta["priority"] for i in range(2)] == [0.3, 7.0]
+    assert per.state_dict()["raw_priority"][:2].tolist() == [0.3, 7.0]
+
+
+def test_has_priority_replay() -> None:
+    buf, _ = make()
+    assert buf.has_priority_replay and not buf.view().has_priority_replay
+    assert not DequeBuffer(4).use(use_time_check(DequeBuffer(4))).has_priority_replay
+
+
+def test_weights_are_tensors_in_a_buffer_of_tensor_fields() -> None:
+    buf, _ = make(size=4)
+    buf.push_batch({"obs": torch.zeros(4, 2), "action": torch.arange(4)})
+    batch = buf.sample_batch(2)
+    assert isinstance(batch.data["weight"], torch.Tensor) and batch.data["weight"].dtype == torch.float32
+    assert isinstance(batch.data["obs"], torch.Tensor) and batch.data["obs"].shape == (2, 2)
+    numpy_buf, _ = make(size=4)
+    numpy_buf.push_batch(rows(4))
+    assert isinstance(numpy_buf.sample_batch(2).data["weight"], np.ndarray)
