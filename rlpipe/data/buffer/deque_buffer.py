@@ -17,7 +17,8 @@ import numpy as np
 from rlpipe.data.buffer.base import Buffer, BufferedData, SampledBatch, index_array
 from rlpipe.data.buffer.persist import load_buffer, save_buffer
 from rlpipe.data.buffer.sampling import choose
-from rlpipe.data.buffer.storage import OPAQUE, RingStorage
+from rlpipe.data.buffer.storage import RingStorage
+from rlpipe.data.buffer.table import OPAQUE
 
 
 def batch_length(batch: Mapping[str, Any], name: str = "batch") -> int:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from rlpipe.data.buffer.base import BufferMiddleware
-from rlpipe.data.buffer.storage import Table, take_rows
+from rlpipe.data.buffer.table import Table, take_rows
 
 if TYPE_CHECKING:
     from rlpipe.data.buffer.deque_buffer import DequeBuffer

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlpipe.data.buffer.storage import DEFAULT_BACKEND, OPAQUE, RingStorage, Table
+from rlpipe.data.buffer.storage import DEFAULT_BACKEND, RingStorage
+from rlpipe.data.buffer.table import OPAQUE, Table
 
 BACKENDS = ["numpy"] + (["numba"] if DEFAULT_BACKEND == "numba" else [])
 
