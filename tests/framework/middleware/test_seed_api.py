@@ -10,7 +10,8 @@ import torch
 from rlpipe.config import ConfigError
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.framework import OnlineRLContext, Task
-from rlpipe.framework.middleware import OffPolicyLearner, data_pusher
+from rlpipe.framework.middleware import HERLearner, OffPolicyLearner, data_pusher
+from rlpipe.reward_model import HerRewardModel
 
 
 def seed_cfg(batch_size=4, update_per_collect=2):
@@ -31,6 +32,14 @@ def transition(i: int) -> dict[str, torch.Tensor]:
     }
 
 
+def pushed_one_by_one(n: int, buffer: DequeBuffer | None = None) -> DequeBuffer:
+    """``buffer`` (a new one by default) with ``n`` tensor transitions pushed as the seed pushes them."""
+    buffer = buffer if buffer is not None else DequeBuffer(size=32, seed=0)
+    for i in range(n):
+        buffer.push(transition(i))
+    return buffer
+
+
 class SeedPolicy:
     """A learn mode that keeps what it was given and answers a priority per sample."""
 
@@ -43,9 +52,7 @@ class SeedPolicy:
 
 
 def test_learner_trains_on_numeric_tensors_pushed_as_dicts_of_tensors():
-    buffer = DequeBuffer(size=32, seed=0)
-    for i in range(10):
-        buffer.push(transition(i))
+    buffer = pushed_one_by_one(10)
     policy = SeedPolicy()
     ctx = OnlineRLContext()
     OffPolicyLearner(seed_cfg(), policy, buffer)(ctx)
@@ -98,8 +105,7 @@ def test_update_and_delete_of_unknown_indices_return_false_without_raising():
 def test_priority_replay_under_a_config_without_priority_updates_the_tree():
     buffer = DequeBuffer(size=32, seed=0)
     buffer.use(PriorityExperienceReplay(buffer, IS_weight=True, priority_power_factor=1.0))
-    for i in range(8):
-        buffer.push(transition(i))
+    pushed_one_by_one(8, buffer)
     policy = SeedPolicy()
     OffPolicyLearner(seed_cfg(batch_size=4, update_per_collect=1), policy, buffer)(OnlineRLContext())
     trained = policy.batches[0]
@@ -124,12 +130,34 @@ def test_a_config_disagreeing_with_the_buffer_about_priority_is_refused_in_one_l
 
 
 def test_a_learner_runs_in_a_task_of_its_own():
-    buffer = DequeBuffer(size=32, seed=0)
-    for i in range(10):
-        buffer.push(transition(i))
+    buffer = pushed_one_by_one(10)
     policy = SeedPolicy()
     task = Task()
     task.use(OffPolicyLearner(seed_cfg(), policy, buffer))
     task.use(lambda ctx: setattr(ctx, "finish", ctx.train_iter >= 6))
     task.run()
     assert task.ctx.train_iter == 6 and len(policy.batches) == 6
+
+
+def test_her_learner_relabels_tensor_episodes_under_the_minimal_config():
+    def episode(length: int) -> dict[str, torch.Tensor]:
+        states = torch.arange(length + 1, dtype=torch.float32)[:, None]  # a 1-d state counting steps
+        goal = torch.full((length + 1, 1), -1.0)  # never reached
+        obs = torch.cat([states, goal], dim=1)
+        return {"obs": obs[:-1], "next_obs": obs[1:], "action": torch.zeros(length, 1, dtype=torch.int64),
+                "reward": torch.zeros(length, 1), "done": torch.arange(length) == length - 1}
+
+    buffer = DequeBuffer(size=8, seed=0)
+    for length in (3, 5, 4):
+        buffer.push(episode(length))
+    her = HerRewardModel({"her_strategy": "final", "her_replay_k": 1, "episode_size": 2},
+                         merge_func=lambda state, goal: torch.cat([state, goal], dim=-1),
+                         split_func=lambda x: (x[..., :1], x[..., 1:], x[..., :1]),
+                         goal_reward_func=lambda achieved, desired: (achieved == desired).all(-1).float())
+    policy = SeedPolicy()
+    HERLearner(seed_cfg(update_per_collect=1), policy, buffer, her)(OnlineRLContext())
+    batch = policy.batches[0]
+    assert all(isinstance(value, torch.Tensor) for value in batch.values())
+    goals, final_states = batch["obs"][:, 1], batch["next_obs"][:, 0]
+    assert set(goals.tolist()) <= {3.0, 4.0, 5.0}  # each relabelled goal is its episode's final state
+    assert batch["reward"].reshape(-1).tolist() == (final_states == goals).float().tolist()
