@@ -56,13 +56,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _announce(line: str) -> None:
+    """The run's first line of output (its last is the JSON summary): what trains where."""
+    print(line, flush=True)
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from rlpipe.entry.train import default_run_dir, train
 
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
     cfg = load_config(args.config, overrides)
     run_dir = args.run_dir or default_run_dir(cfg)
-    summary = train(cfg, run_dir)
+    summary = train(cfg, run_dir, announce=_announce)
     print(json.dumps({"run_dir": str(run_dir), **summary.__dict__}))
     return 0
 
@@ -74,7 +79,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     if not config_path.is_file():
         raise FileNotFoundError(f"{args.run_dir} is not a run directory (no config.yaml)")
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
-    summary = train(load_config(config_path, overrides), args.run_dir, resume=True)
+    summary = train(load_config(config_path, overrides), args.run_dir, resume=True, announce=_announce)
     print(json.dumps({"run_dir": str(args.run_dir), **summary.__dict__}))
     return 0
 

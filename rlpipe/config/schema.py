@@ -33,25 +33,46 @@ class EnvConfig(_Strict):
 
 class ModelConfig(_Strict):
     obs_shape: PositiveInt | None = Field(None, description="Observation size; None: taken from the env.")
-    action_shape: PositiveInt | None = Field(None, description="Number of actions; None: from the env.")
+    action_shape: PositiveInt | None = Field(
+        None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg); None: from the env."
+    )
     encoder_hidden_size_list: list[PositiveInt] = Field(
-        default_factory=lambda: [64, 64], description="Hidden layer sizes of the MLP encoder."
+        default_factory=lambda: [64, 64],
+        description="Hidden layer sizes of the MLPs (dqn: the Q network; sac, td3, ddpg: the actor and each critic).",
     )
     dueling: bool = Field(False, description="Use a dueling (value + advantage) head.")
 
 
 class LearnConfig(_Strict):
     batch_size: PositiveInt = Field(64, description="Transitions per training batch.")
-    update_per_collect: PositiveInt = Field(10, description="Training rounds per pipeline iteration.")
-    learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate.")
+    update_per_collect: PositiveInt = Field(
+        10, description="Gradient updates per pipeline iteration (or set replay_ratio instead)."
+    )
+    replay_ratio: PositiveFloat | None = Field(
+        None,
+        description="Gradient updates per env step; when set, it decides update_per_collect "
+        "(= replay_ratio x collect.n_sample, at least 1), replacing any value given for it.",
+    )
+    learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate (dqn).")
+    learning_rate_actor: float = Field(3e-4, gt=0, description="Adam learning rate of the actor (sac, td3, ddpg).")
+    learning_rate_q: float = Field(3e-4, gt=0, description="Adam learning rate of the critics (sac, td3, ddpg).")
+    learning_rate_alpha: float = Field(3e-4, gt=0, description="Adam learning rate of the temperature (sac).")
+    alpha: float = Field(0.2, gt=0, description="Entropy temperature (sac): the initial one with auto_alpha.")
+    auto_alpha: bool = Field(True, description="Learn the temperature toward target_entropy (sac).")
+    target_entropy: float | None = Field(None, description="Entropy target of auto_alpha (sac); None: -action dims.")
+    actor_update_freq: PositiveInt = Field(
+        2, description="Actor and target updates every this many critic updates (td3; ddpg updates every step)."
+    )
+    noise_sigma: float = Field(0.2, ge=0, description="Std of the target policy smoothing noise (td3).")
+    noise_clip: float = Field(0.5, ge=0, description="Target policy smoothing noise is clipped to +-this (td3).")
     target_update_freq: PositiveInt | None = Field(
-        100, description="Hard target update every this many train iterations; null when target_theta is used."
+        100, description="Hard target update every this many train iterations (dqn); null when target_theta is used."
     )
     target_theta: float | None = Field(
         None, gt=0, le=1, description="Soft (Polyak) target update rate; when set, replaces hard updates."
     )
     grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
-    double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation.")
+    double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation (dqn).")
 
     @model_validator(mode="before")
     @classmethod
@@ -75,6 +96,9 @@ class CollectConfig(_Strict):
     n_sample: PositiveInt | None = Field(96, description="Env steps collected per iteration (step collector).")
     n_episode: PositiveInt | None = Field(None, description="Episodes collected per iteration (episode collector).")
     unroll_len: PositiveInt = Field(1, description="Length of sampled sequences (1: single transitions).")
+    noise_sigma: float = Field(
+        0.1, ge=0, description="Std of the Gaussian exploration noise on [-1, 1] actions (td3, ddpg)."
+    )
 
 
 class EvaluatorConfig(_Strict):
@@ -117,8 +141,14 @@ class OtherConfig(_Strict):
     her: HerConfig | None = Field(None, description="Hindsight experience replay; None disables it.")
 
 
+POLICY_TYPES = ("dqn", "sac", "td3", "ddpg")
+CONTINUOUS_POLICY_TYPES = ("sac", "td3", "ddpg")
+
+
 class PolicyConfig(_Strict):
-    type: Literal["dqn"] = Field("dqn", description="Algorithm.")
+    type: Literal["dqn", "sac", "td3", "ddpg"] = Field(
+        "dqn", description="Algorithm: dqn (discrete actions); sac, td3, ddpg (continuous actions)."
+    )
     cuda: bool = Field(False, description="Train on the GPU when available.")
     priority: bool = Field(False, description="Prioritised replay: the learner returns per-sample priorities.")
     priority_IS_weight: bool = Field(False, description="Correct prioritised sampling with importance weights.")
@@ -130,6 +160,28 @@ class PolicyConfig(_Strict):
     collect: CollectConfig = Field(default_factory=CollectConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     other: OtherConfig = Field(default_factory=OtherConfig)
+
+    @model_validator(mode="after")
+    def _replay_ratio_sets_updates(self) -> PolicyConfig:
+        """``learn.replay_ratio`` is the one-number way to set ``learn.update_per_collect``.
+
+        It replaces a preset's ``update_per_collect``, so that ``policy.learn.replay_ratio=1`` on
+        the command line means what it says; ``rlpipe train`` prints the resulting numbers.
+        """
+        learn = self.learn
+        if learn.replay_ratio is None:
+            return self
+        if self.collect.n_sample is None:
+            raise ValueError("policy.learn.replay_ratio needs policy.collect.n_sample (env steps per iteration)")
+        learn.update_per_collect = max(1, round(learn.replay_ratio * self.collect.n_sample))
+        return self
+
+    @property
+    def updates_per_env_step(self) -> float | None:
+        """Gradient updates per collected env step (None for episode collection, where it varies)."""
+        if self.collect.n_sample is None or self.other.her is not None:
+            return None
+        return self.learn.update_per_collect / self.collect.n_sample
 
 
 class RunConfig(_Strict):
@@ -175,7 +227,13 @@ class Config(_Strict):
                 f"is smaller than policy.learn.batch_size ({policy.learn.batch_size}): training could never start"
             )
         if policy.collect.unroll_len > 1:
-            raise ValueError("policy.collect.unroll_len > 1 needs a sequence policy; 'dqn' trains on single steps")
+            raise ValueError(
+                f"policy.collect.unroll_len > 1 needs a sequence policy; '{policy.type}' trains on single steps"
+            )
+        if policy.type in CONTINUOUS_POLICY_TYPES and policy.learn.target_theta is None:
+            raise ValueError(
+                f"policy.type '{policy.type}' uses soft target updates: set policy.learn.target_theta (e.g. 0.005)"
+            )
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")
         if self.env.step_timeout is not None and not self.env.asynchronous:

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -12,10 +13,11 @@ import numpy as np
 import torch
 
 from rlpipe.config import Config, ConfigError
+from rlpipe.config.schema import CONTINUOUS_POLICY_TYPES
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.vector import EnvFactory
-from rlpipe.policy import DQNPolicy
+from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
 from rlpipe.reward_model import HerRewardModel
 
 EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
@@ -56,14 +58,31 @@ def make_envs(cfg: Config) -> tuple[VectorEnvManager, VectorEnvManager]:
     return collector, evaluator
 
 
+def _action_size(cfg: Config, action_space: gym.Space) -> int:
+    """The model's action size for ``cfg.policy.type`` on ``action_space``; a one-line error on a mismatch."""
+    policy_type, env_id = cfg.policy.type, cfg.env.env_id
+    if policy_type in CONTINUOUS_POLICY_TYPES:
+        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+            raise ConfigError(
+                f"policy.type '{policy_type}' needs a continuous (flat Box) action space; "
+                f"env '{env_id}' has {action_space}"
+            )
+        if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+            raise ConfigError(f"policy.type '{policy_type}' needs bounded actions; env '{env_id}' has {action_space}")
+        return int(action_space.shape[0])
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ConfigError(
+            f"policy.type '{policy_type}' needs a discrete action space; env '{env_id}' has {action_space}"
+        )
+    return int(action_space.n)
+
+
 def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
     """Take the model's input and output sizes from the environment, checking any set in the config."""
-    obs_space, action_space = env.observation_space, env.action_space
-    if not isinstance(action_space, gym.spaces.Discrete):
-        raise ConfigError(f"env '{cfg.env.env_id}' has {action_space}; policy.type 'dqn' needs a discrete action space")
+    obs_space = env.observation_space
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
         raise ConfigError(f"env '{cfg.env.env_id}' has observations {obs_space}; the MLP model needs a flat Box")
-    sizes = {"obs_shape": int(obs_space.shape[0]), "action_shape": int(action_space.n)}
+    sizes = {"obs_shape": int(obs_space.shape[0]), "action_shape": _action_size(cfg, env.action_space)}
     model = cfg.policy.model
     for key, size in sizes.items():
         given = getattr(model, key)
@@ -77,9 +96,15 @@ def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
     return filled
 
 
-def make_policy(cfg: Config) -> DQNPolicy:
+POLICIES: dict[str, Callable[..., Policy]] = {
+    "dqn": DQNPolicy, "sac": SACPolicy, "td3": TD3Policy, "ddpg": DDPGPolicy,
+}
+"""The policy class of each ``policy.type``."""
+
+
+def make_policy(cfg: Config) -> Policy:
     """The policy named by ``cfg.policy.type`` (model shapes must be filled in)."""
-    return DQNPolicy(cfg.policy, seed=cfg.seed)
+    return POLICIES[cfg.policy.type](cfg.policy, seed=cfg.seed)
 
 
 def make_buffer(cfg: Config) -> DequeBuffer:
@@ -125,7 +150,7 @@ class Parts:
     cfg: Config
     collector_env: VectorEnvManager
     evaluator_env: VectorEnvManager
-    policy: DQNPolicy
+    policy: Policy
     buffer: DequeBuffer
     her_reward_model: HerRewardModel | None
 

@@ -21,14 +21,16 @@ from rlpipe.framework.middleware import (
 
 
 def use_training_pipeline(task: Task, parts: Parts) -> Task:
-    """Add explore -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
+    """Add (explore) -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
 
+    An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise).
     Transitions and ``OffPolicyLearner`` by default; whole episodes and ``HERLearner`` when
     ``parts`` has a HER reward model. Saving, logging and progress are the caller's to add.
     """
     cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
     random_steps = cfg.policy.random_collect_size
-    task.use(eps_greedy_handler(cfg))
+    if cfg.policy.type == "dqn":
+        task.use(eps_greedy_handler(cfg))
     if parts.her_reward_model is None:
         task.use(StepCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
         task.use(nstep_reward_enhancer(cfg))

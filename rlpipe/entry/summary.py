@@ -20,6 +20,8 @@ class RunSummary:
     solved: bool = False
     solved_env_step: int | None = None
     wall_time_s: float = 0.0
+    updates_per_env_step: float | None = None
+    """Gradient updates per collected env step (the replay ratio; None for episode collection)."""
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2) + "\n")
@@ -33,8 +35,11 @@ class RunSummary:
 class summary_tracker:  # noqa: N801 - middleware are named like functions
     """Middleware keeping a :class:`RunSummary` up to date (reads counters and ``ctx.eval_value``)."""
 
-    def __init__(self, stop_value: float, earlier: RunSummary | None = None) -> None:
+    def __init__(
+        self, stop_value: float, earlier: RunSummary | None = None, updates_per_env_step: float | None = None
+    ) -> None:
         self.summary = earlier if earlier is not None else RunSummary()
+        self.summary.updates_per_env_step = updates_per_env_step
         self._stop_value = stop_value
         self._start = time.perf_counter() - self.summary.wall_time_s  # a resumed run keeps counting
 

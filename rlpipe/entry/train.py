@@ -1,6 +1,7 @@
 """``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,20 +71,41 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
     return candidate
 
 
-def train(cfg: Config, run_dir: Path, resume: bool = False) -> RunSummary:
+def describe_run(cfg: Config, run_dir: Path) -> str:
+    """One line saying what trains where and how often it learns (the replay ratio)."""
+    policy = cfg.policy
+    ratio = policy.updates_per_env_step
+    if ratio is None:
+        updates = f"{policy.learn.update_per_collect} gradient updates per {policy.collect.n_episode} episodes"
+    else:
+        updates = (
+            f"{policy.learn.update_per_collect} gradient updates per {policy.collect.n_sample} env steps "
+            f"(replay ratio {ratio:.3g})"
+        )
+    return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}"
+
+
+def train(
+    cfg: Config, run_dir: Path, resume: bool = False, announce: Callable[[str], None] | None = None
+) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
 
     Everything that can be checked (env id, model sizes, HER settings, the run directory) is
     checked before the run directory is created. With ``resume``, ``run_dir`` holds an earlier
     run of this config: training continues from its latest checkpoint and saved buffer. The
     pipeline runs on a :class:`Task` of its own, so other tasks in the process are untouched.
+    ``announce`` gets :func:`describe_run`'s line once the checks have passed.
     """
     with build_parts(cfg) as parts:
         earlier = ResumePoint.find(run_dir) if resume else None
         if earlier is None:
             prepare_run_dir(run_dir)
+        if announce is not None:
+            announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
-        tracker = summary_tracker(parts.cfg.env.stop_value, earlier.summary if earlier else None)
+        tracker = summary_tracker(
+            parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.policy.updates_per_env_step
+        )
         writer = MetricsWriter(run_dir)
         try:
             _run_pipeline(parts, run_dir, writer, tracker, earlier)

@@ -28,7 +28,7 @@ from rlpipe.config.loader import ConfigError
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
-from rlpipe.errors import EnvironmentFailedError
+from rlpipe.errors import EnvironmentFailedError, MissingDependencyError
 from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
@@ -66,12 +66,20 @@ def is_goal_env(env: gym.Env) -> bool:
     return isinstance(space, gym.spaces.Dict) and set(space.spaces) == set(GOAL_KEYS)
 
 
+def _bounded(space: gym.spaces.Box) -> bool:
+    return bool(np.isfinite(space.low).all() and np.isfinite(space.high).all())
+
+
 def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None
                 ) -> EnvFactory:
     """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
 
-    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`;
-    every environment is recreated when it crashes (:class:`RecreateOnError`).
+    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`.
+    A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
+    the one place where actions meet the env's bounds, so policies, buffers and random
+    collection all work in [-1, 1]. Every environment is recreated when it crashes
+    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo) is a one-line
+    :class:`MissingDependencyError` naming the extra to install.
     """
     register_envs()
     if env_id not in gym.registry:
@@ -85,9 +93,19 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
         kwargs["max_episode_steps"] = max_episode_steps
 
     def make_one() -> gym.Env:
-        env = gym.make(env_id, **kwargs)
+        try:
+            env = gym.make(env_id, **kwargs)
+        except gym.error.DependencyNotInstalled as err:
+            raise MissingDependencyError(
+                f"env '{env_id}' needs a package that is not installed ({str(err).strip().splitlines()[0]}); "
+                "MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
+            ) from None
         if is_goal_env(env):
-            return FlattenGoalObservation(env)
+            env = FlattenGoalObservation(env)
+        space = env.action_space
+        if isinstance(space, gym.spaces.Box) and _bounded(space):
+            unit = np.ones(space.shape, dtype=space.dtype)
+            env = gym.wrappers.RescaleAction(env, -unit, unit)
         return env
 
     def make() -> gym.Env:

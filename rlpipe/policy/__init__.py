@@ -1,5 +1,23 @@
 """Policies: how actions are chosen and how the networks learn."""
 from rlpipe.policy.base import Policy, PolicyMode
 from rlpipe.policy.dqn import DQNPolicy, dqn_td_loss
+from rlpipe.policy.sac import SACPolicy, sac_actor_loss, sac_alpha_loss, sac_critic_loss, sac_td_target
+from rlpipe.policy.td3 import DDPGPolicy, TD3Policy, td3_actor_loss, td3_critic_loss, td3_target_action, td3_td_target
 
-__all__ = ["DQNPolicy", "Policy", "PolicyMode", "dqn_td_loss"]
+__all__ = [
+    "DDPGPolicy",
+    "DQNPolicy",
+    "Policy",
+    "PolicyMode",
+    "SACPolicy",
+    "TD3Policy",
+    "dqn_td_loss",
+    "sac_actor_loss",
+    "sac_alpha_loss",
+    "sac_critic_loss",
+    "sac_td_target",
+    "td3_actor_loss",
+    "td3_critic_loss",
+    "td3_target_action",
+    "td3_td_target",
+]

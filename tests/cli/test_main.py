@@ -167,3 +167,11 @@ def test_an_environment_that_keeps_failing_stops_training_in_one_line(capsys, tm
     err = one_line_error(capsys, argv)
     assert "environment rlpipe-test/AlwaysFails-v0 failed 4 times in a row" in err and "physics exploded" in err
     assert (tmp_path / "r" / "config.yaml").is_file()  # what was written stays
+
+
+def test_train_first_says_where_the_run_goes_and_its_replay_ratio(capsys, tmp_path):
+    run_dir = tmp_path / "r"
+    assert main(["train", "cartpole-dqn", *TINY, "policy.learn.replay_ratio=0.5", "--run-dir", str(run_dir)]) == 0
+    first, *_, last = capsys.readouterr().out.strip().splitlines()
+    assert first == f"cartpole-dqn (dqn) in {run_dir}: 20 gradient updates per 40 env steps (replay ratio 0.5)"
+    assert json.loads(last)["updates_per_env_step"] == 0.5

@@ -18,7 +18,7 @@ from rlpipe.entry.pipeline import use_training_pipeline
 from rlpipe.framework import Task
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PRESETS = {"dqn": "cartpole-dqn", "dqn_per": "cartpole-dqn-per", "dqn_her": "bitflip-her-dqn"}
+PRESETS = {"dqn": "cartpole-dqn", "dqn_per": "cartpole-dqn-per", "dqn_her": "bitflip-her-dqn", "sac": "pendulum-sac"}
 
 
 def load(name: str):

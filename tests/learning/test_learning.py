@@ -41,3 +41,12 @@ def test_her_solves_8_bit_flip(tmp_path):
 def test_plain_dqn_fails_15_bit_flip_on_the_budget_her_solves_8_bits_in(tmp_path):
     summary = run(tmp_path, "bitflip-dqn", ["seed=0", "run.max_env_step=15000"])
     assert summary.best_eval_return <= 0.1
+
+
+def test_sac_swings_up_the_pendulum(tmp_path):
+    # with [64, 64] networks, -400 was first reached at 3,520-4,024 env steps over seeds 0-4
+    # (avx2) and 0-2 (default): 8,000 leave a 2x margin, in well under a minute
+    summary = run(tmp_path, "pendulum-sac", ["seed=0", "policy.model.encoder_hidden_size_list=[64,64]",
+                                              "env.stop_value=-400", "run.max_env_step=8000"])
+    assert summary.solved, summary
+    assert summary.best_eval_return >= -400

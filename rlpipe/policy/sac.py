@@ -1,0 +1,260 @@
+"""Soft Actor-Critic (Haarnoja et al., 2018, "Soft Actor-Critic Algorithms and Applications").
+
+Twin critics with clipped double-Q targets, a tanh-squashed Gaussian actor and, with
+``auto_alpha``, a temperature ``alpha`` learned toward a target entropy. Actions are in
+``[-1, 1]``; scaling to the env's bounds happens outside the policy.
+
+One ``learn_mode.forward(batch)`` is one step of each update, in the paper's order:
+critics on ``td_target = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log_pi(a'|s'))``
+with ``a' ~ pi(.|s')``; then the actor on ``alpha * log_pi(a|s) - min_i Q_i(s, a)`` with
+``a ~ pi(.|s)`` (the critics just updated, their weights frozen); then ``alpha``; then a
+Polyak step of the target critics. Deviation from the paper: the temperature loss is
+written in ``log_alpha`` (``-log_alpha * (log_pi + target_entropy)``), as most
+implementations do; it has the same fixed point and the sign of its gradient is the paper's.
+
+Metrics returned by ``learn_mode.forward``:
+    total_loss    critic_loss + actor_loss.
+    critic_loss   sum over critics of 0.5 * mean squared TD error (importance-weighted with ``weight``).
+    actor_loss    mean of ``alpha * log_pi - min_i Q_i(s, a)`` over the batch.
+    alpha_loss    temperature loss (only with ``auto_alpha``).
+    alpha         temperature used in this step.
+    entropy       mean ``-log_pi`` of the actor's samples on the batch observations.
+    q_value       mean ``Q_i(s, a)`` over critics and batch, for the batch actions.
+    priority      ``|td_error|`` per sample, mean over the critics, np.float32 [B].
+    cur_lr_actor, cur_lr_q   learning rates of the step.
+
+The helpers under "Shared with TD3 and DDPG" are used by ``rlpipe.policy.td3`` as well.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlpipe.model.continuous import EnsembleQ, SquashedGaussianActor
+from rlpipe.policy.actor_critic import (
+    ArrayLike,
+    Generators,
+    check_model_cfg,
+    continuous_batch,
+    frozen,
+    gradient_step,
+    soft_update_,
+    target_theta_of,
+)
+from rlpipe.policy.base import PolicyMode
+from rlpipe.policy.dqn import make_adam
+
+
+# ---- the update rule ---------------------------------------------------------------
+def sac_td_target(
+    reward: torch.Tensor,
+    terminated: torch.Tensor,
+    value_gamma: torch.Tensor | float,
+    target_q: torch.Tensor,
+    next_log_pi: torch.Tensor,
+    alpha: torch.Tensor | float,
+) -> torch.Tensor:
+    """Soft TD target ``[B]`` with the clipped double-Q value of ``s'``.
+
+    Args:
+        reward: ``[B]`` reward (for n-step: the discounted sum of the n rewards).
+        terminated: float ``[B]``, 1.0 where ``s'`` is terminal; truncated rows have 0.0 and bootstrap.
+        value_gamma: ``[B]`` or a scalar, the discount of the bootstrap value (``gamma ** k``).
+        target_q: ``[n, B]`` target critics ``Q'_i(s', a')`` at ``a' ~ pi(.|s')``.
+        next_log_pi: ``[B]`` ``log pi(a'|s')``.
+        alpha: the temperature (scalar).
+    """
+    soft_value = target_q.min(dim=0).values - alpha * next_log_pi
+    return reward + value_gamma * (1.0 - terminated) * soft_value
+
+
+def sac_critic_loss(
+    q: torch.Tensor, td_target: torch.Tensor, weight: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sum_i 0.5 * mean_b w_b * (Q_i(s_b, a_b) - td_target_b)^2`` and ``td_error`` ``[n, B]``.
+
+    Args:
+        q: ``[n, B]`` critics at the batch actions; the loss is differentiable through it.
+        td_target: ``[B]``, treated as a constant.
+        weight: ``[B]`` importance-sampling weights, or None for uniform weights.
+
+    Returns:
+        ``loss`` (scalar) and ``td_error = td_target - q`` (``[n, B]``, no gradient).
+    """
+    td_error = td_target.detach() - q
+    squared = td_error.square()
+    if weight is not None:
+        squared = squared * weight
+    return 0.5 * squared.mean(dim=1).sum(), td_error.detach()
+
+
+def sac_actor_loss(q_pi: torch.Tensor, log_pi: torch.Tensor, alpha: torch.Tensor | float) -> torch.Tensor:
+    """``mean_b(alpha * log_pi - min_i Q_i(s, a))`` for reparameterised ``a ~ pi(.|s)``.
+
+    ``q_pi`` is ``[n, B]``, ``log_pi`` ``[B]``; ``alpha`` is a constant here.
+    """
+    return (alpha * log_pi - q_pi.min(dim=0).values).mean()
+
+
+def sac_alpha_loss(log_alpha: torch.Tensor, log_pi: torch.Tensor, target_entropy: float) -> torch.Tensor:
+    """``-mean_b(log_alpha * (log_pi + target_entropy))``, differentiable in ``log_alpha`` only.
+
+    When the policy's entropy ``-log_pi`` is below ``target_entropy`` (``log_pi`` above
+    ``-target_entropy``) the gradient is negative, so a descent step raises ``alpha`` and
+    the actor is pushed to explore more; above the target, ``alpha`` falls.
+    """
+    return -(log_alpha * (log_pi.detach() + target_entropy)).mean()
+
+
+class SACPolicy:
+    """SAC: actor, twin critics and their targets, a temperature, one Adam per part.
+
+    ``cfg`` is a ``PolicyConfig`` or any object with the same attributes; ``seed`` seeds
+    the exploration and update-noise generators (see :meth:`seed`).
+    """
+
+    def __init__(self, cfg: Any, seed: int = 0) -> None:
+        learn = cfg.learn
+        obs_shape, action_shape, hidden = check_model_cfg(cfg.model)
+        self._gamma = float(cfg.discount_factor)
+        self._nstep = int(cfg.nstep)
+        self._grad_clip = None if learn.grad_clip is None else float(learn.grad_clip)
+        self._target_theta = target_theta_of(learn)
+        self._auto_alpha = bool(learn.auto_alpha)
+        self._target_entropy = float(-action_shape if learn.target_entropy is None else learn.target_entropy)
+        self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
+
+        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics=2).to(self._device)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.log_alpha = torch.tensor(
+            math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha
+        )
+        self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor))
+        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q))
+        self.alpha_optimizer = (
+            make_adam([self.log_alpha], float(learn.learning_rate_alpha)) if self._auto_alpha else None
+        )
+        self._actor_params = list(self.actor.parameters())
+        self._critic_params = list(self.critic.parameters())
+        self._target_params = list(self.target_critic.parameters())
+        self._train_iter = 0
+        self._rng = Generators(seed, self._device)
+
+        self.learn_mode = PolicyMode(self._forward_learn)
+        self.collect_mode = PolicyMode(self._forward_collect)
+        self.eval_mode = PolicyMode(self._forward_eval)
+
+    @property
+    def train_iter(self) -> int:
+        """Gradient steps taken so far."""
+        return self._train_iter
+
+    @property
+    def alpha(self) -> float:
+        return float(self.log_alpha.detach().exp())
+
+    def seed(self, seed: int) -> None:
+        """Reseed the exploration generator of ``collect_mode``."""
+        self._rng.seed(seed)
+
+    # ---- learning ----------------------------------------------------------------
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """One step of the critics, the actor, the temperature and the target critics."""
+        b = continuous_batch(batch, self._device, self._gamma, self._nstep)
+        alpha = self.log_alpha.detach().exp()
+
+        with torch.no_grad():
+            next_action, next_log_pi = self.actor.sample(b.next_obs, self._rng.learn)
+            target_q = self.target_critic(b.next_obs, next_action)
+            td_target = sac_td_target(b.reward, b.terminated, b.value_gamma, target_q, next_log_pi, alpha)
+        q = self.critic(b.obs, b.action)
+        critic_loss, td_error = sac_critic_loss(q, td_target, b.weight)
+        gradient_step(self.critic_optimizer, self._critic_params, critic_loss, self._grad_clip)
+
+        with frozen(self.critic):
+            action_pi, log_pi = self.actor.sample(b.obs, self._rng.learn)
+            actor_loss = sac_actor_loss(self.critic(b.obs, action_pi), log_pi, alpha)
+            gradient_step(self.actor_optimizer, self._actor_params, actor_loss, self._grad_clip)
+        log_pi = log_pi.detach()
+
+        metrics = [critic_loss.detach(), actor_loss.detach(), q.detach().mean(), alpha, -log_pi.mean()]
+        if self.alpha_optimizer is not None:
+            alpha_loss = sac_alpha_loss(self.log_alpha, log_pi, self._target_entropy)
+            gradient_step(self.alpha_optimizer, [self.log_alpha], alpha_loss, None)
+            metrics.append(alpha_loss.detach())
+
+        soft_update_(self._target_params, self._critic_params, self._target_theta)
+        self._train_iter += 1
+
+        values = torch.stack(metrics).tolist()  # one device-to-host copy for all the floats
+        out = {
+            "total_loss": values[0] + values[1],
+            "critic_loss": values[0],
+            "actor_loss": values[1],
+            "q_value": values[2],
+            "alpha": values[3],
+            "entropy": values[4],
+            "priority": td_error.abs().mean(dim=0).cpu().numpy(),
+            "cur_lr_actor": self.actor_optimizer.param_groups[0]["lr"],
+            "cur_lr_q": self.critic_optimizer.param_groups[0]["lr"],
+        }
+        if self.alpha_optimizer is not None:
+            out["alpha_loss"] = values[5]
+        return out
+
+    # ---- acting ------------------------------------------------------------------
+    def _obs(self, obs: ArrayLike) -> torch.Tensor:
+        return torch.as_tensor(obs, dtype=torch.float32, device=self._device)
+
+    @torch.inference_mode()
+    def _forward_collect(self, obs: ArrayLike, **ignored: Any) -> np.ndarray:
+        """A sample of the squashed Gaussian, np.float32 ``[N, action_dim]`` in ``[-1, 1]``.
+
+        Extra keyword arguments (the pipeline's ``eps``) are accepted and ignored.
+        """
+        action, _ = self.actor.sample(self._obs(obs), self._rng.collect)
+        return action.cpu().numpy()
+
+    @torch.inference_mode()
+    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
+        """The deterministic action ``tanh(mean)``, np.float32 ``[N, action_dim]``."""
+        return self.actor.deterministic(self._obs(obs)).cpu().numpy()
+
+    # ---- checkpointing -----------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, optimizers, temperature, update counter and both generators' states.
+
+        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
+        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
+        """
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "log_alpha": self.log_alpha.detach(),
+            "alpha_optimizer": None if self.alpha_optimizer is None else self.alpha_optimizer.state_dict(),
+            "train_iter": self._train_iter,
+            "rng": self._rng.state_dict(),
+        }
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore everything :meth:`state_dict` returned."""
+        self.actor.load_state_dict(state_dict["actor"])
+        self.critic.load_state_dict(state_dict["critic"])
+        self.target_critic.load_state_dict(state_dict["target_critic"])
+        self.actor_optimizer.load_state_dict(state_dict["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state_dict["critic_optimizer"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state_dict["log_alpha"])
+        if self.alpha_optimizer is not None and state_dict["alpha_optimizer"] is not None:
+            self.alpha_optimizer.load_state_dict(state_dict["alpha_optimizer"])
+        self._train_iter = int(state_dict["train_iter"])
+        self._rng.load_state_dict(state_dict["rng"])

@@ -1,0 +1,254 @@
+"""TD3 (Fujimoto et al., 2018) and DDPG (Lillicrap et al., 2016): deterministic actor-critic.
+
+TD3 adds three things to DDPG, and ``DDPGPolicy`` is the same machinery with all three off:
+    clipped double Q       twin critics; ``td_target = r + gamma * (1 - terminated) * min_i Q'_i(s', a')``.
+    target smoothing       ``a' = clip(mu'(s') + clip(eps, -noise_clip, noise_clip), -1, 1)``,
+                           ``eps ~ N(0, noise_sigma^2)``.
+    delayed actor updates  the actor (on ``-Q_1(s, mu(s))``) and the Polyak steps of both
+                           targets every ``actor_update_freq`` critic updates.
+Actions are in ``[-1, 1]``; exploration adds ``N(0, collect.noise_sigma^2)`` to ``mu(s)`` and
+clips. Deviation from the DDPG paper: Gaussian rather than Ornstein-Uhlenbeck exploration
+noise, and no critic weight decay (the "DDPG" of the TD3 paper's experiments).
+
+Metrics returned by ``learn_mode.forward``:
+    total_loss    critic_loss, plus actor_loss on steps that update the actor.
+    critic_loss   sum over critics of the mean squared TD error (importance-weighted with ``weight``).
+    actor_loss    ``-mean Q_1(s, mu(s))``, only on steps that update the actor.
+    q_value       mean ``Q_i(s, a)`` over critics and batch, for the batch actions.
+    priority      ``|td_error|`` per sample, mean over the critics, np.float32 [B].
+    cur_lr_actor, cur_lr_q   learning rates of the step.
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlpipe.model.continuous import DeterministicActor, EnsembleQ
+from rlpipe.policy.actor_critic import (
+    ArrayLike,
+    Generators,
+    check_model_cfg,
+    continuous_batch,
+    frozen,
+    gradient_step,
+    soft_update_,
+    target_theta_of,
+)
+from rlpipe.policy.base import PolicyMode
+from rlpipe.policy.dqn import make_adam
+
+
+# ---- the update rule ---------------------------------------------------------------
+def td3_target_action(next_action: torch.Tensor, noise: torch.Tensor, noise_clip: float) -> torch.Tensor:
+    """Target policy smoothing: ``clip(mu'(s') + clip(noise, -noise_clip, noise_clip), -1, 1)``.
+
+    ``next_action`` is the target actor's ``mu'(s')`` and ``noise`` the drawn ``eps``, both ``[B, A]``.
+    """
+    return (next_action + noise.clamp(-noise_clip, noise_clip)).clamp(-1.0, 1.0)
+
+
+def td3_td_target(
+    reward: torch.Tensor, terminated: torch.Tensor, value_gamma: torch.Tensor | float, target_q: torch.Tensor
+) -> torch.Tensor:
+    """``r + value_gamma * (1 - terminated) * min_i Q'_i(s', a')`` ``[B]``.
+
+    ``target_q`` is ``[n, B]`` (DDPG: ``n = 1``); ``terminated`` is float ``[B]``, 0.0 on
+    truncated rows so that they bootstrap; ``value_gamma`` is ``[B]`` or a scalar.
+    """
+    return reward + value_gamma * (1.0 - terminated) * target_q.min(dim=0).values
+
+
+def td3_critic_loss(
+    q: torch.Tensor, td_target: torch.Tensor, weight: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``sum_i mean_b w_b * (td_target_b - Q_i(s_b, a_b))^2`` and ``td_error`` ``[n, B]`` (no gradient).
+
+    ``q`` is ``[n, B]``, ``td_target`` ``[B]`` (a constant), ``weight`` ``[B]`` or None.
+    """
+    td_error = td_target.detach() - q
+    squared = td_error.square()
+    if weight is not None:
+        squared = squared * weight
+    return squared.mean(dim=1).sum(), td_error.detach()
+
+
+def td3_actor_loss(q_pi: torch.Tensor) -> torch.Tensor:
+    """Deterministic policy gradient loss ``-mean_b Q_1(s_b, mu(s_b))``; ``q_pi`` is ``[B]``."""
+    return -q_pi.mean()
+
+
+# ---- the policies ------------------------------------------------------------------
+class DeterministicActorCritic:
+    """Actor, ``n_critics`` critics, a target of each, one Adam for the actor and one for the critics.
+
+    The shared machinery of :class:`TD3Policy` and :class:`DDPGPolicy`; they choose the
+    TD3 features (``n_critics``, ``actor_update_freq``, the smoothing noise) from ``cfg``.
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        seed: int,
+        n_critics: int,
+        actor_update_freq: int,
+        noise_sigma: float,
+        noise_clip: float,
+    ) -> None:
+        learn = cfg.learn
+        obs_shape, action_shape, hidden = check_model_cfg(cfg.model)
+        if actor_update_freq <= 0:
+            raise ValueError(f"actor_update_freq must be positive, got {actor_update_freq}")
+        self._gamma = float(cfg.discount_factor)
+        self._nstep = int(cfg.nstep)
+        self._grad_clip = None if learn.grad_clip is None else float(learn.grad_clip)
+        self._target_theta = target_theta_of(learn)
+        self._actor_update_freq = int(actor_update_freq)
+        self._noise_sigma, self._noise_clip = float(noise_sigma), float(noise_clip)
+        self._explore_sigma = float(cfg.collect.noise_sigma)
+        self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
+
+        self.actor = DeterministicActor(obs_shape, action_shape, hidden).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics).to(self._device)
+        self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor))
+        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q))
+        self._actor_params = list(self.actor.parameters())
+        self._critic_params = list(self.critic.parameters())
+        self._targets = [*self.target_actor.parameters(), *self.target_critic.parameters()]
+        self._onlines = [*self._actor_params, *self._critic_params]
+        self._train_iter = 0
+        self._rng = Generators(seed, self._device)
+
+        self.learn_mode = PolicyMode(self._forward_learn)
+        self.collect_mode = PolicyMode(self._forward_collect)
+        self.eval_mode = PolicyMode(self._forward_eval)
+
+    @property
+    def train_iter(self) -> int:
+        """Critic updates taken so far (the actor is updated when it is a multiple of ``actor_update_freq``)."""
+        return self._train_iter
+
+    def seed(self, seed: int) -> None:
+        """Reseed the exploration generator of ``collect_mode``."""
+        self._rng.seed(seed)
+
+    def _noise(self, like: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
+        return sigma * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)
+
+    # ---- learning ----------------------------------------------------------------
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """One critic step; every ``actor_update_freq``-th call also an actor step and target updates."""
+        b = continuous_batch(batch, self._device, self._gamma, self._nstep)
+
+        with torch.no_grad():
+            next_action = self.target_actor(b.next_obs)
+            if self._noise_sigma > 0.0:
+                noise = self._noise(next_action, self._noise_sigma, self._rng.learn)
+                next_action = td3_target_action(next_action, noise, self._noise_clip)
+            target_q = self.target_critic(b.next_obs, next_action)
+            td_target = td3_td_target(b.reward, b.terminated, b.value_gamma, target_q)
+        q = self.critic(b.obs, b.action)
+        critic_loss, td_error = td3_critic_loss(q, td_target, b.weight)
+        gradient_step(self.critic_optimizer, self._critic_params, critic_loss, self._grad_clip)
+        self._train_iter += 1
+
+        metrics = [critic_loss.detach(), q.detach().mean()]
+        update_actor = self._train_iter % self._actor_update_freq == 0
+        if update_actor:
+            with frozen(self.critic):
+                q_pi = self.critic(b.obs, self.actor(b.obs), members=1)[0]  # Q_1 only
+                actor_loss = td3_actor_loss(q_pi)
+                gradient_step(self.actor_optimizer, self._actor_params, actor_loss, self._grad_clip)
+            soft_update_(self._targets, self._onlines, self._target_theta)
+            metrics.append(actor_loss.detach())
+
+        values = torch.stack(metrics).tolist()  # one device-to-host copy for all the floats
+        out = {
+            "total_loss": values[0] + (values[2] if update_actor else 0.0),
+            "critic_loss": values[0],
+            "q_value": values[1],
+            "priority": td_error.abs().mean(dim=0).cpu().numpy(),
+            "cur_lr_actor": self.actor_optimizer.param_groups[0]["lr"],
+            "cur_lr_q": self.critic_optimizer.param_groups[0]["lr"],
+        }
+        if update_actor:
+            out["actor_loss"] = values[2]
+        return out
+
+    # ---- acting ------------------------------------------------------------------
+    def _obs(self, obs: ArrayLike) -> torch.Tensor:
+        return torch.as_tensor(obs, dtype=torch.float32, device=self._device)
+
+    @torch.inference_mode()
+    def _forward_collect(self, obs: ArrayLike, **ignored: Any) -> np.ndarray:
+        """``clip(mu(s) + N(0, collect.noise_sigma^2), -1, 1)``, np.float32 ``[N, action_dim]``.
+
+        Extra keyword arguments (the pipeline's ``eps``) are accepted and ignored.
+        """
+        action = self.actor(self._obs(obs))
+        if self._explore_sigma > 0.0:
+            action = (action + self._noise(action, self._explore_sigma, self._rng.collect)).clamp_(-1.0, 1.0)
+        return action.cpu().numpy()
+
+    @torch.inference_mode()
+    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
+        """The deterministic action ``mu(s)``, np.float32 ``[N, action_dim]``."""
+        return self.actor(self._obs(obs)).cpu().numpy()
+
+    # ---- checkpointing -----------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Networks and their targets, optimizers, update counter and both generators' states.
+
+        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
+        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
+        """
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_actor": self.target_actor.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "train_iter": self._train_iter,
+            "rng": self._rng.state_dict(),
+        }
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore everything :meth:`state_dict` returned."""
+        self.actor.load_state_dict(state_dict["actor"])
+        self.critic.load_state_dict(state_dict["critic"])
+        self.target_actor.load_state_dict(state_dict["target_actor"])
+        self.target_critic.load_state_dict(state_dict["target_critic"])
+        self.actor_optimizer.load_state_dict(state_dict["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state_dict["critic_optimizer"])
+        self._train_iter = int(state_dict["train_iter"])
+        self._rng.load_state_dict(state_dict["rng"])
+
+
+class TD3Policy(DeterministicActorCritic):
+    """TD3: twin critics, target policy smoothing and delayed actor updates, from ``cfg.learn``.
+
+    Reads ``actor_update_freq``, ``noise_sigma`` and ``noise_clip`` besides the fields DDPG reads.
+    """
+
+    def __init__(self, cfg: Any, seed: int = 0) -> None:
+        learn = cfg.learn
+        super().__init__(
+            cfg, seed, n_critics=2, actor_update_freq=int(learn.actor_update_freq),
+            noise_sigma=float(learn.noise_sigma), noise_clip=float(learn.noise_clip),
+        )
+
+
+class DDPGPolicy(DeterministicActorCritic):
+    """DDPG: one critic, no target smoothing, actor and targets updated every step.
+
+    The TD3-only fields of ``cfg.learn`` are not read.
+    """
+
+    def __init__(self, cfg: Any, seed: int = 0) -> None:
+        super().__init__(cfg, seed, n_critics=1, actor_update_freq=1, noise_sigma=0.0, noise_clip=0.0)
