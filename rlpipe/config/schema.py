@@ -161,28 +161,6 @@ class PolicyConfig(_Strict):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     other: OtherConfig = Field(default_factory=OtherConfig)
 
-    @model_validator(mode="after")
-    def _replay_ratio_sets_updates(self) -> PolicyConfig:
-        """``learn.replay_ratio`` is the one-number way to set ``learn.update_per_collect``.
-
-        It replaces a preset's ``update_per_collect``, so that ``policy.learn.replay_ratio=1`` on
-        the command line means what it says; ``rlpipe train`` prints the resulting numbers.
-        """
-        learn = self.learn
-        if learn.replay_ratio is None:
-            return self
-        if self.collect.n_sample is None:
-            raise ValueError("policy.learn.replay_ratio needs policy.collect.n_sample (env steps per iteration)")
-        learn.update_per_collect = max(1, round(learn.replay_ratio * self.collect.n_sample))
-        return self
-
-    @property
-    def updates_per_env_step(self) -> float | None:
-        """Gradient updates per collected env step (None for episode collection, where it varies)."""
-        if self.collect.n_sample is None or self.other.her is not None:
-            return None
-        return self.learn.update_per_collect / self.collect.n_sample
-
 
 class RunConfig(_Strict):
     max_env_step: PositiveInt = Field(100_000, description="Stop after this many env steps.")
@@ -207,6 +185,39 @@ class Config(_Strict):
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+
+    @property
+    def env_steps_per_collect(self) -> int | None:
+        """Env steps one step collection takes: ``policy.collect.n_sample`` rounded up to whole
+        vector steps of ``env.collector_env_num`` (None for episode collection)."""
+        n_sample = self.policy.collect.n_sample
+        if n_sample is None or self.policy.other.her is not None:
+            return None
+        num_envs = self.env.collector_env_num
+        return -(-n_sample // num_envs) * num_envs
+
+    @property
+    def updates_per_env_step(self) -> float | None:
+        """Gradient updates per collected env step, the replay ratio (None for episode collection)."""
+        steps = self.env_steps_per_collect
+        return None if steps is None else self.policy.learn.update_per_collect / steps
+
+    @model_validator(mode="after")
+    def _replay_ratio_sets_updates(self) -> Config:
+        """``policy.learn.replay_ratio`` is the one-number way to set ``update_per_collect``.
+
+        It replaces a preset's ``update_per_collect`` (so that ``policy.learn.replay_ratio=1``
+        on the command line means what it says) and counts the env steps a collection really
+        takes (whole vector steps); ``rlpipe train`` prints the resulting numbers.
+        """
+        learn = self.policy.learn
+        if learn.replay_ratio is None:
+            return self
+        steps = self.env_steps_per_collect
+        if steps is None:
+            raise ValueError("policy.learn.replay_ratio needs step collection (policy.collect.n_sample, no HER)")
+        learn.update_per_collect = max(1, round(learn.replay_ratio * steps))
+        return self
 
     @model_validator(mode="after")
     def _settings_work_together(self) -> Config:

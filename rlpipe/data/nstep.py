@@ -21,6 +21,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from rlpipe.utils.batch import reject_failed_steps
+
 Batch = dict[str, np.ndarray]
 REQUIRED = ("env_id", "reward", "terminated", "truncated")
 _SEQ = "__seq__"
@@ -57,6 +59,7 @@ class NStepAccumulator:
         missing = [key for key in REQUIRED if key not in batch]
         if missing:
             raise ValueError(f"n-step needs fields {REQUIRED}; missing {missing}")
+        reject_failed_steps(batch, "n-step")
         rows = {key: np.asarray(value) for key, value in batch.items()}
         n_new = len(rows["reward"])
         rows[_SEQ] = np.arange(self._next_seq, self._next_seq + n_new, dtype=np.int64)

@@ -73,13 +73,12 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 
 def describe_run(cfg: Config, run_dir: Path) -> str:
     """One line saying what trains where and how often it learns (the replay ratio)."""
-    policy = cfg.policy
-    ratio = policy.updates_per_env_step
+    policy, ratio = cfg.policy, cfg.updates_per_env_step
     if ratio is None:
         updates = f"{policy.learn.update_per_collect} gradient updates per {policy.collect.n_episode} episodes"
     else:
         updates = (
-            f"{policy.learn.update_per_collect} gradient updates per {policy.collect.n_sample} env steps "
+            f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
             f"(replay ratio {ratio:.3g})"
         )
     return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}"
@@ -104,7 +103,7 @@ def train(
             announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
         tracker = summary_tracker(
-            parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.policy.updates_per_env_step
+            parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.updates_per_env_step
         )
         writer = MetricsWriter(run_dir)
         try:

@@ -109,6 +109,3 @@ class Generators:
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         self.collect.set_state(state["collect"])
         self.learn.set_state(state["learn"])
-
-
-# ---- the policy --------------------------------------------------------------------

@@ -47,6 +47,17 @@ row is a placeholder (reward 0, ``next_obs`` = ``obs``), not a transition; see
 :func:`end_episodes_at_failed_steps`."""
 
 
+def reject_failed_steps(batch: Mapping[str, Any], who: str) -> None:
+    """ValueError when ``batch`` still holds failed-step placeholders: the collectors resolve
+    them (see :mod:`rlpipe.data.failed_steps`), and rows taken straight from a vector env
+    would otherwise be stored as real transitions."""
+    if FAILED_STEP in batch:
+        raise ValueError(
+            f"{who} got rows with an '{FAILED_STEP}' column (raw vector-env steps); collect them with "
+            "StepCollector or EpisodeCollector, which drop failed steps and end their episodes"
+        )
+
+
 def step_before(env_id: np.ndarray) -> np.ndarray:
     """For each row, the row before it of the same environment (rows in time order per env), or -1."""
     order = np.argsort(env_id, kind="stable")

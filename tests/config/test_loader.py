@@ -95,3 +95,15 @@ def test_easydict_like_source_is_accepted():
 
     cfg = load_config(AttrDict(seed=2, env=AttrDict(env_id="CartPole-v1")))
     assert cfg.seed == 2
+
+
+def test_replay_ratio_sets_update_per_collect_from_the_env_steps_really_collected():
+    cfg = load_config("pendulum-sac", ["env.collector_env_num=3", "policy.learn.replay_ratio=2"])
+    assert cfg.env_steps_per_collect == 9  # n_sample 8 in whole vector steps of 3
+    assert cfg.policy.learn.update_per_collect == 18 and cfg.updates_per_env_step == 2.0
+    assert load_config("cartpole-dqn").updates_per_env_step == 0.5  # 48 updates per 96 steps
+
+
+def test_a_continuous_policy_without_soft_target_updates_is_refused():
+    with pytest.raises(ConfigError, match=r"policy\.type 'sac' uses soft target updates"):
+        load_config("cartpole-dqn", ["policy.type=sac"])

@@ -1,9 +1,16 @@
 """FailedStepFilter: placeholders of failed env steps never leave the collector."""
 from __future__ import annotations
 
-import numpy as np
+from types import SimpleNamespace
 
+import numpy as np
+import pytest
+
+from rlpipe.data import DequeBuffer
 from rlpipe.data.failed_steps import FailedStepFilter
+from rlpipe.data.nstep import NStepAccumulator
+from rlpipe.framework import OnlineRLContext
+from rlpipe.framework.middleware import data_pusher
 from rlpipe.utils.batch import FAILED_STEP
 
 
@@ -51,3 +58,13 @@ def test_two_failures_in_a_row_keep_only_real_rows():
     assert out["obs"].tolist() == [11]  # env 0's placeholder dropped; nothing before it to truncate
     clean.reset()
     assert clean.held_rows == 0 and clean.add(vector_step(3)) is None
+
+
+def test_raw_vector_env_rows_are_refused_downstream_of_the_collector():
+    raw = vector_step(0, failed=(False, True))
+    raw["next_obs"] = raw["obs"] + 1
+    with pytest.raises(ValueError, match="n-step got rows with an 'env_error' column"):
+        NStepAccumulator(3, 0.9).add(raw)
+    cfg = SimpleNamespace(policy=SimpleNamespace(collect=SimpleNamespace(unroll_len=1)))
+    with pytest.raises(ValueError, match="data_pusher got rows with an 'env_error' column"):
+        data_pusher(cfg, DequeBuffer(8))(OnlineRLContext(trajectories=raw))

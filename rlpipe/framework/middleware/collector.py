@@ -68,8 +68,10 @@ class EpisodeCollector:
 
     Each episode is a columnar dict (leading dim = episode length) ending in a terminated or
     truncated step. Episodes still running when enough have finished continue in the next
-    call, so no steps are thrown away; an env's failed step is dropped and its episode ends,
-    truncated, at the step before.
+    call, so no steps are thrown away. A failed step ends its episode (the env marks it
+    truncated), so it is always the last row of the episode it cuts: it is dropped there and
+    the step before becomes the end, when the whole episode is handed on. No step needs to be
+    held back, unlike :class:`StepCollector`'s rows.
     """
 
     def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:

@@ -79,21 +79,22 @@ class PriorityExperienceReplay(BufferMiddleware):
         return min(1.0, self.beta0 + (1.0 - self.beta0) * self.sample_calls / self.anneal_iters)
 
     @staticmethod
-    def _priorities(priority: Any, n: int, check_values: bool = False) -> np.ndarray:
+    def _priorities(priority: Any, n: int) -> np.ndarray:
         """``priority`` as ``n`` contiguous float64s; ValueError naming both shapes if it has
-        another number of rows, and (``check_values``) if one is negative or NaN."""
+        another number of rows, or naming the value if one is negative, NaN or infinite (an
+        infinite priority would take every draw and silently end learning)."""
         values = np.asarray(priority, dtype=np.float64)
         if values.size != n or (values.ndim > 0 and values.shape[0] != n):
             raise ValueError(f"priority has shape {values.shape}, indices have shape ({n},)")
         values = np.ascontiguousarray(values.reshape(-1))
-        if check_values and not (values >= 0).all():  # also rejects NaN
-            raise ValueError("priorities must be finite and >= 0")
+        if not (np.isfinite(values).all() and (values >= 0).all()):
+            bad = values[~(np.isfinite(values) & (values >= 0))][0]
+            raise ValueError(f"priorities must be finite and >= 0, got {bad}")
         return values
 
     def _set_priority(self, ids: np.ndarray, priority: np.ndarray) -> np.ndarray:
         """Set the tree leaves of those of ``ids`` still stored to ``priority`` (as many
-        float64s); returns which ids are stored. ValueError, setting nothing, for a negative
-        or NaN priority."""
+        float64s, checked by :meth:`_priorities`); returns which ids are stored."""
         slots, exists, _ = self.buffer.storage.locate(ids)
         top = self.tree.update_priorities(slots, priority, exists, self.alpha, PRIORITY_EPS)
         self.max_priority = max(self.max_priority, top)
@@ -138,7 +139,7 @@ class PriorityExperienceReplay(BufferMiddleware):
     # "priority" never goes down the chain as meta: the tree is its one store.
     def push(self, chain: Chain, data: Any, meta: dict[str, Any] | None) -> BufferedData:
         meta = dict(meta or {})
-        priority = self._priorities(meta.pop("priority", self.max_priority), 1, check_values=True)
+        priority = self._priorities(meta.pop("priority", self.max_priority), 1)
         item = chain(data, meta)
         self._set_priority(np.array([item.index], dtype=np.int64), priority)
         item.meta["priority"] = float(priority[0])
@@ -150,7 +151,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         meta = dict(meta or {})
         n = batch_length(batch)
         given = meta.pop("priority", None)
-        priority = np.full(n, self.max_priority) if given is None else self._priorities(given, n, True)
+        priority = np.full(n, self.max_priority) if given is None else self._priorities(given, n)
         ids = chain(batch, meta)
         self._set_priority(ids, priority)  # a batch larger than the ring keeps its tail
         return ids
@@ -187,7 +188,7 @@ class PriorityExperienceReplay(BufferMiddleware):
     def update(self, chain: Chain, index: int, data: Any, meta: dict[str, Any] | None) -> bool:
         if not meta or "priority" not in meta:
             return chain(index, data, meta)
-        priority = self._priorities(meta["priority"], 1, check_values=True)
+        priority = self._priorities(meta["priority"], 1)
         rest = {key: value for key, value in meta.items() if key != "priority"}
         updated = chain(index, data, rest or None)
         if updated:

@@ -18,7 +18,7 @@ import torch
 from rlpipe.config import ConfigError
 from rlpipe.data import Buffer, SampledBatch
 from rlpipe.data.nstep import NStepAccumulator
-from rlpipe.utils.batch import num_rows, stack_rows
+from rlpipe.utils.batch import num_rows, reject_failed_steps, stack_rows
 
 GROUP_KEY = "env"
 """Meta key under which the pusher records each row's env (the fetcher's sequence groups)."""
@@ -45,6 +45,7 @@ def data_pusher(cfg: Any, buffer_: Buffer, group_by_env: bool | None = None) -> 
                 if not batch:
                     return
                 batch = stack_rows(batch)
+            reject_failed_steps(batch, "data_pusher")
             n = num_rows(batch)
             if n == 0:
                 return

@@ -74,8 +74,12 @@ def test_new_items_get_max_priority_and_push_meta_priority() -> None:
     assert buf.get(-1).meta["priority"] == 7.0
     assert buf.update(0, meta={"priority": 2.0})
     assert per.tree.leaves(np.array([0]))[0] == pytest.approx(2.0, rel=1e-5)
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r">= 0, got -1\.0"):
         buf.update_batch(ids, {"priority": np.array([-1.0, np.nan])})
+    for bad in (np.inf, np.nan):  # a diverging critic's |TD error| must not take every draw silently
+        with pytest.raises(ValueError, match=f"finite and >= 0, got {bad}"):
+            buf.update_priority(ids, np.array([bad, 1.0]))
+    assert per.max_priority == 7.0
 
 
 def test_delete_overwrite_and_clear_keep_tree_consistent() -> None:
