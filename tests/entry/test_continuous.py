@@ -68,3 +68,14 @@ def test_sac_checkpoint_holds_the_whole_policy_and_resume_continues(tmp_path):
     assert main(["resume", str(run_dir), "run.max_env_step=512", "run.progress=false"]) == 0
     second = json.loads((run_dir / "summary.json").read_text())
     assert second["env_step"] >= 512 and second["train_iter"] > first["train_iter"]
+
+
+@pytest.mark.parametrize(("preset", "sizes"), [("halfcheetah-sac", (17, 6)), ("hopper-sac", (11, 3)),
+                                               ("halfcheetah-td3", (17, 6))])
+def test_mujoco_presets_build_and_collect(preset, sizes):
+    overrides = ["env.evaluator_env_num=1", "policy.other.replay_buffer.replay_buffer_size=1000"]
+    with build_parts(load_config(preset, overrides)) as parts:
+        assert (parts.cfg.policy.model.obs_shape, parts.cfg.policy.model.action_shape) == sizes
+        ctx = OnlineRLContext()
+        StepCollector(parts.cfg, parts.policy.collect_mode, parts.collector_env)(ctx)
+        assert ctx.trajectories["obs"].shape[1:] == (sizes[0],) and ctx.env_step == 8
