@@ -151,7 +151,7 @@ class Task:
         return Role(role) in self._roles
 
     def void(self) -> Middleware:
-        """A middleware that does nothing (returned for roles this process does not play)."""
+        """A middleware that does nothing (the seed's stand-in for one of a role this process does not play)."""
         return _void
 
     # ---- running -----------------------------------------------------------------
