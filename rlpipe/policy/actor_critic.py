@@ -1,7 +1,9 @@
 """What the actor-critic policies (SAC, TD3, DDPG) share: batches as tensors, one optimizer
-step, Polyak averaging, critics frozen for the actor step, and the policy's own generators."""
+step, Polyak averaging, critics frozen for the actor step, the policy's own generators, and
+:class:`ActorCriticPolicy`, the frame around each update rule."""
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -9,6 +11,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 from torch import nn
+
+from rlpipe.policy.base import PolicyMode
 
 ArrayLike = np.ndarray | torch.Tensor
 
@@ -109,3 +113,65 @@ class Generators:
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         self.collect.set_state(state["collect"])
         self.learn.set_state(state["learn"])
+
+
+class ActorCriticPolicy(ABC):
+    """The frame of SAC, TD3 and DDPG around their update rule.
+
+    It reads the settings every actor-critic shares (``discount_factor``, ``nstep``, ``cuda``,
+    ``learn.grad_clip``, ``learn.target_theta``), owns the device, the update counter and the
+    generators, and wires the three modes. A subclass builds its networks and optimizers,
+    names each checkpointed one in :attr:`checkpointed`, and defines the three ``_forward_*``.
+    """
+
+    checkpointed: tuple[str, ...] = ()
+    """Attributes with ``state_dict``/``load_state_dict`` (modules, optimizers) a checkpoint holds."""
+
+    def __init__(self, cfg: Any, seed: int) -> None:
+        self._gamma = float(cfg.discount_factor)
+        self._nstep = int(cfg.nstep)
+        self._grad_clip = None if cfg.learn.grad_clip is None else float(cfg.learn.grad_clip)
+        self._target_theta = target_theta_of(cfg.learn)
+        self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
+        self._train_iter = 0
+        self._rng = Generators(seed, self._device)
+        self.learn_mode = PolicyMode(self._forward_learn)
+        self.collect_mode = PolicyMode(self._forward_collect)
+        self.eval_mode = PolicyMode(self._forward_eval)
+
+    @property
+    def train_iter(self) -> int:
+        """Gradient updates of the critics taken so far."""
+        return self._train_iter
+
+    def seed(self, seed: int) -> None:
+        """Reseed the exploration generator of ``collect_mode``."""
+        self._rng.seed(seed)
+
+    def _obs(self, obs: ArrayLike) -> torch.Tensor:
+        return torch.as_tensor(obs, dtype=torch.float32, device=self._device)
+
+    @abstractmethod
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _forward_collect(self, obs: ArrayLike, **ignored: Any) -> np.ndarray: ...
+
+    @abstractmethod
+    def _forward_eval(self, obs: ArrayLike) -> np.ndarray: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every part named in :attr:`checkpointed`, the update counter and both generators' states.
+
+        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
+        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
+        """
+        state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
+        return {**state, "train_iter": self._train_iter, "rng": self._rng.state_dict()}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore everything :meth:`state_dict` returned."""
+        for name in self.checkpointed:
+            getattr(self, name).load_state_dict(state_dict[name])
+        self._train_iter = int(state_dict["train_iter"])
+        self._rng.load_state_dict(state_dict["rng"])

@@ -37,16 +37,14 @@ import torch
 
 from rlpipe.model.continuous import EnsembleQ, SquashedGaussianActor
 from rlpipe.policy.actor_critic import (
+    ActorCriticPolicy,
     ArrayLike,
-    Generators,
     check_model_cfg,
     continuous_batch,
     frozen,
     gradient_step,
     soft_update_,
-    target_theta_of,
 )
-from rlpipe.policy.base import PolicyMode
 from rlpipe.policy.dqn import make_adam
 
 
@@ -111,23 +109,21 @@ def sac_alpha_loss(log_alpha: torch.Tensor, log_pi: torch.Tensor, target_entropy
     return -(log_alpha * (log_pi.detach() + target_entropy)).mean()
 
 
-class SACPolicy:
+class SACPolicy(ActorCriticPolicy):
     """SAC: actor, twin critics and their targets, a temperature, one Adam per part.
 
     ``cfg`` is a ``PolicyConfig`` or any object with the same attributes; ``seed`` seeds
     the exploration and update-noise generators (see :meth:`seed`).
     """
 
+    checkpointed = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
+
     def __init__(self, cfg: Any, seed: int = 0) -> None:
+        super().__init__(cfg, seed)
         learn = cfg.learn
         obs_shape, action_shape, hidden = check_model_cfg(cfg.model)
-        self._gamma = float(cfg.discount_factor)
-        self._nstep = int(cfg.nstep)
-        self._grad_clip = None if learn.grad_clip is None else float(learn.grad_clip)
-        self._target_theta = target_theta_of(learn)
         self._auto_alpha = bool(learn.auto_alpha)
         self._target_entropy = float(-action_shape if learn.target_entropy is None else learn.target_entropy)
-        self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
 
         self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden).to(self._device)
         self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics=2).to(self._device)
@@ -143,25 +139,10 @@ class SACPolicy:
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
         self._target_params = list(self.target_critic.parameters())
-        self._train_iter = 0
-        self._rng = Generators(seed, self._device)
-
-        self.learn_mode = PolicyMode(self._forward_learn)
-        self.collect_mode = PolicyMode(self._forward_collect)
-        self.eval_mode = PolicyMode(self._forward_eval)
-
-    @property
-    def train_iter(self) -> int:
-        """Gradient steps taken so far."""
-        return self._train_iter
 
     @property
     def alpha(self) -> float:
         return float(self.log_alpha.detach().exp())
-
-    def seed(self, seed: int) -> None:
-        """Reseed the exploration generator of ``collect_mode``."""
-        self._rng.seed(seed)
 
     # ---- learning ----------------------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
@@ -209,9 +190,6 @@ class SACPolicy:
         return out
 
     # ---- acting ------------------------------------------------------------------
-    def _obs(self, obs: ArrayLike) -> torch.Tensor:
-        return torch.as_tensor(obs, dtype=torch.float32, device=self._device)
-
     @torch.inference_mode()
     def _forward_collect(self, obs: ArrayLike, **ignored: Any) -> np.ndarray:
         """A sample of the squashed Gaussian, np.float32 ``[N, action_dim]`` in ``[-1, 1]``.
@@ -228,33 +206,17 @@ class SACPolicy:
 
     # ---- checkpointing -----------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Networks, optimizers, temperature, update counter and both generators' states.
-
-        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
-        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
-        """
+        """Networks, optimizers, temperature, update counter and both generators' states."""
         return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
+            **super().state_dict(),
             "log_alpha": self.log_alpha.detach(),
             "alpha_optimizer": None if self.alpha_optimizer is None else self.alpha_optimizer.state_dict(),
-            "train_iter": self._train_iter,
-            "rng": self._rng.state_dict(),
         }
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore everything :meth:`state_dict` returned."""
-        self.actor.load_state_dict(state_dict["actor"])
-        self.critic.load_state_dict(state_dict["critic"])
-        self.target_critic.load_state_dict(state_dict["target_critic"])
-        self.actor_optimizer.load_state_dict(state_dict["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state_dict["critic_optimizer"])
+        super().load_state_dict(state_dict)
         with torch.no_grad():
             self.log_alpha.copy_(state_dict["log_alpha"])
         if self.alpha_optimizer is not None and state_dict["alpha_optimizer"] is not None:
             self.alpha_optimizer.load_state_dict(state_dict["alpha_optimizer"])
-        self._train_iter = int(state_dict["train_iter"])
-        self._rng.load_state_dict(state_dict["rng"])

@@ -29,16 +29,14 @@ import torch
 
 from rlpipe.model.continuous import DeterministicActor, EnsembleQ
 from rlpipe.policy.actor_critic import (
+    ActorCriticPolicy,
     ArrayLike,
-    Generators,
     check_model_cfg,
     continuous_batch,
     frozen,
     gradient_step,
     soft_update_,
-    target_theta_of,
 )
-from rlpipe.policy.base import PolicyMode
 from rlpipe.policy.dqn import make_adam
 
 
@@ -82,12 +80,14 @@ def td3_actor_loss(q_pi: torch.Tensor) -> torch.Tensor:
 
 
 # ---- the policies ------------------------------------------------------------------
-class DeterministicActorCritic:
+class DeterministicActorCritic(ActorCriticPolicy):
     """Actor, ``n_critics`` critics, a target of each, one Adam for the actor and one for the critics.
 
     The shared machinery of :class:`TD3Policy` and :class:`DDPGPolicy`; they choose the
     TD3 features (``n_critics``, ``actor_update_freq``, the smoothing noise) from ``cfg``.
     """
+
+    checkpointed = ("actor", "critic", "target_actor", "target_critic", "actor_optimizer", "critic_optimizer")
 
     def __init__(
         self,
@@ -98,18 +98,14 @@ class DeterministicActorCritic:
         noise_sigma: float,
         noise_clip: float,
     ) -> None:
+        super().__init__(cfg, seed)
         learn = cfg.learn
         obs_shape, action_shape, hidden = check_model_cfg(cfg.model)
         if actor_update_freq <= 0:
             raise ValueError(f"actor_update_freq must be positive, got {actor_update_freq}")
-        self._gamma = float(cfg.discount_factor)
-        self._nstep = int(cfg.nstep)
-        self._grad_clip = None if learn.grad_clip is None else float(learn.grad_clip)
-        self._target_theta = target_theta_of(learn)
         self._actor_update_freq = int(actor_update_freq)
         self._noise_sigma, self._noise_clip = float(noise_sigma), float(noise_clip)
         self._explore_sigma = float(cfg.collect.noise_sigma)
-        self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
 
         self.actor = DeterministicActor(obs_shape, action_shape, hidden).to(self._device)
         self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics).to(self._device)
@@ -121,21 +117,6 @@ class DeterministicActorCritic:
         self._critic_params = list(self.critic.parameters())
         self._targets = [*self.target_actor.parameters(), *self.target_critic.parameters()]
         self._onlines = [*self._actor_params, *self._critic_params]
-        self._train_iter = 0
-        self._rng = Generators(seed, self._device)
-
-        self.learn_mode = PolicyMode(self._forward_learn)
-        self.collect_mode = PolicyMode(self._forward_collect)
-        self.eval_mode = PolicyMode(self._forward_eval)
-
-    @property
-    def train_iter(self) -> int:
-        """Critic updates taken so far (the actor is updated when it is a multiple of ``actor_update_freq``)."""
-        return self._train_iter
-
-    def seed(self, seed: int) -> None:
-        """Reseed the exploration generator of ``collect_mode``."""
-        self._rng.seed(seed)
 
     def _noise(self, like: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
         return sigma * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)
@@ -181,9 +162,6 @@ class DeterministicActorCritic:
         return out
 
     # ---- acting ------------------------------------------------------------------
-    def _obs(self, obs: ArrayLike) -> torch.Tensor:
-        return torch.as_tensor(obs, dtype=torch.float32, device=self._device)
-
     @torch.inference_mode()
     def _forward_collect(self, obs: ArrayLike, **ignored: Any) -> np.ndarray:
         """``clip(mu(s) + N(0, collect.noise_sigma^2), -1, 1)``, np.float32 ``[N, action_dim]``.
@@ -199,35 +177,6 @@ class DeterministicActorCritic:
     def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
         """The deterministic action ``mu(s)``, np.float32 ``[N, action_dim]``."""
         return self.actor(self._obs(obs)).cpu().numpy()
-
-    # ---- checkpointing -----------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """Networks and their targets, optimizers, update counter and both generators' states.
-
-        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
-        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
-        """
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_actor": self.target_actor.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "train_iter": self._train_iter,
-            "rng": self._rng.state_dict(),
-        }
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Restore everything :meth:`state_dict` returned."""
-        self.actor.load_state_dict(state_dict["actor"])
-        self.critic.load_state_dict(state_dict["critic"])
-        self.target_actor.load_state_dict(state_dict["target_actor"])
-        self.target_critic.load_state_dict(state_dict["target_critic"])
-        self.actor_optimizer.load_state_dict(state_dict["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state_dict["critic_optimizer"])
-        self._train_iter = int(state_dict["train_iter"])
-        self._rng.load_state_dict(state_dict["rng"])
 
 
 class TD3Policy(DeterministicActorCritic):
