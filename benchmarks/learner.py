@@ -56,12 +56,15 @@ def make_data(n: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 class RlpipeRunner:
-    """The framework path: buffer + OffPolicyLearner + DQNPolicy."""
+    """The framework path: buffer + OffPolicyLearner + a policy (DQNPolicy by default).
 
-    def __init__(self, cfg, data: dict[str, np.ndarray]) -> None:
+    ``benchmarks/sac.py`` runs SAC and TD3 through it too.
+    """
+
+    def __init__(self, cfg, data: dict[str, np.ndarray], policy_class: type = DQNPolicy) -> None:
         torch.manual_seed(0)
-        self.policy = DQNPolicy(cfg.policy)
-        self.buffer = DequeBuffer(size=len(data["obs"]))
+        self.policy = policy_class(cfg.policy, seed=0)
+        self.buffer = DequeBuffer(size=len(data["obs"]), seed=0)
         self.buffer.push_batch(data)
         self.ctx = OnlineRLContext()
         self.learner = OffPolicyLearner(cfg, self.policy.learn_mode, self.buffer)

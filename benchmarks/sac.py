@@ -50,14 +50,12 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 import torch
+from learner import RlpipeRunner  # the sibling benchmark's framework runner (scripts run from benchmarks/)
 from stable_baselines3 import SAC, TD3
 from stable_baselines3.common.logger import Logger
 from torch import nn
 
 from rlpipe.config import load_config
-from rlpipe.data import DequeBuffer
-from rlpipe.framework.context import OnlineRLContext
-from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.policy.sac import SACPolicy
 from rlpipe.policy.td3 import TD3Policy
 
@@ -121,25 +119,10 @@ def rlpipe_config(policy_type: str, update_per_collect: int):
     )
 
 
-class RlpipeRunner:
-    """The framework path: buffer + OffPolicyLearner + SACPolicy (or TD3Policy)."""
-
-    def __init__(self, policy_type: str, data: dict[str, np.ndarray], update_per_collect: int) -> None:
-        torch.manual_seed(0)
-        cfg = rlpipe_config(policy_type, update_per_collect)
-        policy_class = SACPolicy if policy_type == "sac" else TD3Policy
-        self.policy = policy_class(cfg.policy, seed=0)
-        self.buffer = DequeBuffer(size=N_TRANSITIONS, seed=0)
-        self.buffer.push_batch(data)
-        self.ctx = OnlineRLContext()
-        self.learner = OffPolicyLearner(cfg, self.policy.learn_mode, self.buffer)
-
-    def run(self, n_updates: int) -> int:
-        done = 0
-        while done < n_updates:
-            self.learner(self.ctx)
-            done += len(self.ctx.train_output)
-        return done
+def rlpipe_runner(policy_type: str, data: dict[str, np.ndarray], update_per_collect: int) -> RlpipeRunner:
+    """The framework path (``benchmarks/learner.py``'s runner) with SACPolicy or TD3Policy."""
+    policy_class = SACPolicy if policy_type == "sac" else TD3Policy
+    return RlpipeRunner(rlpipe_config(policy_type, update_per_collect), data, policy_class)
 
 
 # ---- hand-written SAC ----------------------------------------------------------------
@@ -310,10 +293,10 @@ def main() -> None:
 
     data = make_data(N_TRANSITIONS)
     runners = {
-        "rlpipe_sac": RlpipeRunner("sac", data, per_round),
+        "rlpipe_sac": rlpipe_runner("sac", data, per_round),
         "hand_sac": HandSACRunner(data),
         "sb3_sac": SB3Runner("sac", data),
-        "rlpipe_td3": RlpipeRunner("td3", data, per_round),
+        "rlpipe_td3": rlpipe_runner("td3", data, per_round),
         "sb3_td3": SB3Runner("td3", data),
     }
     torch.set_num_threads(1)  # in case a library changed it while building

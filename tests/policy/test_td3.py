@@ -15,6 +15,8 @@ from rlpipe.policy import (
     td3_td_target,
 )
 
+from .batches import continuous_batch
+
 OBS, ACT = 3, 2
 
 
@@ -65,17 +67,7 @@ def make_cfg(hidden=(32, 32), nstep=1, explore=0.1, ddpg=False, **learn):
 
 
 def make_batch(seed, size=16, **extra):
-    rng = np.random.default_rng(seed)
-    batch = {
-        "obs": rng.normal(size=(size, OBS)).astype(np.float32),
-        "action": rng.uniform(-1, 1, size=(size, ACT)).astype(np.float32),
-        "reward": rng.normal(size=size).astype(np.float32),
-        "next_obs": rng.normal(size=(size, OBS)).astype(np.float32),
-        "terminated": rng.random(size) < 0.3,
-        "truncated": rng.random(size) < 0.3,
-    }
-    batch.update(extra)
-    return batch
+    return continuous_batch(seed, OBS, ACT, size, **extra)
 
 
 def make_policy(cls=TD3Policy, cfg=None, seed=0):
