@@ -7,8 +7,9 @@ Twin critics with clipped double-Q targets, a tanh-squashed Gaussian actor and, 
 One ``learn_mode.forward(batch)`` is one step of each update, in the paper's order:
 critics on ``td_target = r + gamma * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log_pi(a'|s'))``
 with ``a' ~ pi(.|s')``; then the actor on ``alpha * log_pi(a|s) - min_i Q_i(s, a)`` with
-``a ~ pi(.|s)`` (the critics just updated, their weights frozen); then ``alpha``; then a
-Polyak step of the target critics. Deviation from the paper: the temperature loss is
+``a ~ pi(.|s)`` (the critics just updated, their weights frozen) and, in the same backward
+pass and Adam step, ``alpha`` from that sample's ``log_pi``; then a Polyak step of the
+target critics. Deviation from the paper: the temperature loss is
 written in ``log_alpha`` (``-log_alpha * (log_pi + target_entropy)``), as most
 implementations do; it has the same fixed point and the sign of its gradient is the paper's.
 
@@ -131,11 +132,13 @@ class SACPolicy(ActorCriticPolicy):
         self.log_alpha = torch.tensor(
             math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha
         )
-        self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor))
+        # The temperature is a second parameter group of the actor's Adam: its loss reads
+        # log_pi detached, so one backward and one step serve both without mixing gradients.
+        actor_groups = [{"params": list(self.actor.parameters()), "lr": float(learn.learning_rate_actor)}]
+        if self._auto_alpha:
+            actor_groups.append({"params": [self.log_alpha], "lr": float(learn.learning_rate_alpha)})
+        self.actor_optimizer = make_adam(actor_groups, float(learn.learning_rate_actor))
         self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q))
-        self.alpha_optimizer = (
-            make_adam([self.log_alpha], float(learn.learning_rate_alpha)) if self._auto_alpha else None
-        )
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
         self._target_params = list(self.target_critic.parameters())
@@ -161,14 +164,12 @@ class SACPolicy(ActorCriticPolicy):
         with frozen(self.critic):
             action_pi, log_pi = self.actor.sample(b.obs, self._rng.learn)
             actor_loss = sac_actor_loss(self.critic(b.obs, action_pi), log_pi, alpha)
+            metrics = [critic_loss.detach(), actor_loss.detach(), q.detach().mean(), alpha, -log_pi.detach().mean()]
+            if self._auto_alpha:
+                alpha_loss = sac_alpha_loss(self.log_alpha, log_pi, self._target_entropy)
+                metrics.append(alpha_loss.detach())
+                actor_loss = actor_loss + alpha_loss  # disjoint parameters: the same gradients as two steps
             gradient_step(self.actor_optimizer, self._actor_params, actor_loss, self._grad_clip)
-        log_pi = log_pi.detach()
-
-        metrics = [critic_loss.detach(), actor_loss.detach(), q.detach().mean(), alpha, -log_pi.mean()]
-        if self.alpha_optimizer is not None:
-            alpha_loss = sac_alpha_loss(self.log_alpha, log_pi, self._target_entropy)
-            gradient_step(self.alpha_optimizer, [self.log_alpha], alpha_loss, None)
-            metrics.append(alpha_loss.detach())
 
         soft_update_(self._target_params, self._critic_params, self._target_theta)
         self._train_iter += 1
@@ -185,7 +186,7 @@ class SACPolicy(ActorCriticPolicy):
             "cur_lr_actor": self.actor_optimizer.param_groups[0]["lr"],
             "cur_lr_q": self.critic_optimizer.param_groups[0]["lr"],
         }
-        if self.alpha_optimizer is not None:
+        if self._auto_alpha:
             out["alpha_loss"] = values[5]
         return out
 
@@ -206,17 +207,12 @@ class SACPolicy(ActorCriticPolicy):
 
     # ---- checkpointing -----------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """Networks, optimizers, temperature, update counter and both generators' states."""
-        return {
-            **super().state_dict(),
-            "log_alpha": self.log_alpha.detach(),
-            "alpha_optimizer": None if self.alpha_optimizer is None else self.alpha_optimizer.state_dict(),
-        }
+        """Networks, optimizers (the temperature's Adam state is in the actor's), temperature,
+        update counter and both generators' states."""
+        return {**super().state_dict(), "log_alpha": self.log_alpha.detach()}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore everything :meth:`state_dict` returned."""
         super().load_state_dict(state_dict)
         with torch.no_grad():
             self.log_alpha.copy_(state_dict["log_alpha"])
-        if self.alpha_optimizer is not None and state_dict["alpha_optimizer"] is not None:
-            self.alpha_optimizer.load_state_dict(state_dict["alpha_optimizer"])

@@ -193,17 +193,21 @@ def test_soft_target_update_every_step():
 
 
 def test_temperature_learned_or_fixed():
-    auto = make_policy()
+    auto = make_policy(sac_cfg(learning_rate_alpha=0.01))
     out = auto.learn_mode.forward(make_batch(8))
     # target_entropy None means -action_dim
     assert out["alpha_loss"] == pytest.approx(-math.log(0.2) * (-out["entropy"] - ACT), rel=1e-5)
-    assert auto.alpha != pytest.approx(0.2, abs=1e-6)
+    # Adam's first step moves log_alpha by its own learning rate against the gradient's sign
+    # (the temperature shares the actor's optimizer as a parameter group with its own rate).
+    gradient = out["entropy"] + ACT
+    assert math.log(auto.alpha) == pytest.approx(math.log(0.2) - 0.01 * math.copysign(1.0, gradient), abs=1e-5)
 
     fixed = make_policy(sac_cfg(auto_alpha=False, alpha=0.05))
     for i in range(3):
         out = fixed.learn_mode.forward(make_batch(i))
     assert "alpha_loss" not in out and out["alpha"] == pytest.approx(0.05) and fixed.alpha == pytest.approx(0.05)
-    assert fixed.state_dict()["alpha_optimizer"] is None
+    optimized = [p for group in fixed.actor_optimizer.param_groups for p in group["params"]]
+    assert not fixed.log_alpha.requires_grad and all(p is not fixed.log_alpha for p in optimized)
 
 
 def test_missing_model_shapes_and_target_theta_are_errors():
