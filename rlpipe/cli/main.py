@@ -52,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("run_dirs", type=Path, nargs="+")
     plot.add_argument("--out", type=Path, default=Path("learning_curve.png"))
     plot.add_argument("--title", default=None)
-    plot.add_argument("--ylabel", default="mean evaluation return", help="e.g. 'success rate' for bit flip")
+    plot.add_argument("--ylabel", default=None, help="e.g. 'success rate' for bit flip (default: the metric's name)")
+    plot.add_argument("--metric", default="return_mean",
+                      help="key of metrics.jsonl to draw: return_mean (evaluation, default), train_success_rate, "
+                      "train_episode_return_mean, intrinsic_reward_mean, ...")
     return parser
 
 
@@ -101,7 +104,7 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from rlpipe.utils.plot import plot_runs
 
-    out = plot_runs(args.run_dirs, args.out, title=args.title, ylabel=args.ylabel)
+    out = plot_runs(args.run_dirs, args.out, title=args.title, ylabel=args.ylabel, metric=args.metric)
     print(out)
     return 0
 

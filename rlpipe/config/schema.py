@@ -177,6 +177,23 @@ class RunConfig(_Strict):
     stop_on_solve: bool = Field(True, description="Stop once the mean evaluation return reaches env.stop_value.")
 
 
+class RewardModelConfig(_Strict):
+    type: Literal["rnd", "icm"] = Field(
+        ..., description="Learned exploration bonus: rnd (random network distillation) or icm (curiosity; discrete actions)."
+    )
+    intrinsic_reward_weight: float = Field(
+        1.0, ge=0, description="Training reward = extrinsic + weight x intrinsic (the intrinsic one scaled by its running std)."
+    )
+    learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate of the reward model.")
+    batch_size: PositiveInt = Field(64, description="Transitions per reward-model update, sampled from the replay buffer.")
+    update_per_collect: PositiveInt = Field(1, description="Reward-model updates per pipeline iteration.")
+    obs_norm: bool = Field(True, description="Normalise its observations with running mean and std (clipped to +-5).")
+    encoder_hidden_size_list: list[PositiveInt] = Field(
+        default_factory=lambda: [64, 64], description="Hidden layer sizes of the reward model's networks."
+    )
+    feature_size: PositiveInt = Field(64, description="Output size of RND's networks and of ICM's encoder.")
+
+
 class Config(_Strict):
     """The whole experiment."""
 
@@ -184,6 +201,9 @@ class Config(_Strict):
     seed: int = Field(0, ge=0, description="Seed of envs, networks and sampling.")
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    reward_model: RewardModelConfig | None = Field(
+        None, description="A learned intrinsic reward (RND, ICM) mixed into the training batches; None: off."
+    )
     run: RunConfig = Field(default_factory=RunConfig)
 
     @property
@@ -230,6 +250,8 @@ class Config(_Strict):
                 raise ValueError("policy.other.her needs policy.nstep=1 (relabelled episodes carry no n-step returns)")
             if policy.priority:
                 raise ValueError("policy.priority is not supported together with policy.other.her")
+            if self.reward_model is not None:
+                raise ValueError("reward_model is not supported together with policy.other.her")
         elif policy.collect.n_sample is None:
             raise ValueError("policy.collect.n_sample must be set (env steps collected per iteration)")
         elif policy.other.replay_buffer.replay_buffer_size < policy.learn.batch_size:
@@ -244,6 +266,11 @@ class Config(_Strict):
         if policy.type in CONTINUOUS_POLICY_TYPES and policy.learn.target_theta is None:
             raise ValueError(
                 f"policy.type '{policy.type}' uses soft target updates: set policy.learn.target_theta (e.g. 0.005)"
+            )
+        if self.reward_model is not None and self.reward_model.type == "icm" and policy.type in CONTINUOUS_POLICY_TYPES:
+            raise ValueError(
+                f"reward_model.type 'icm' needs discrete actions; policy.type '{policy.type}' has continuous ones "
+                "(use reward_model.type=rnd)"
             )
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")

@@ -18,7 +18,7 @@ from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
-from rlpipe.reward_model import HerRewardModel
+from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
 EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
 REEVAL_SEED_OFFSET = 20_000  # nor does `rlpipe eval`, so its figure is not the one checkpoints were chosen on
@@ -139,6 +139,24 @@ def make_her_reward_model(cfg: Config) -> HerRewardModel:
                           goal_reward_func=layout.reward, terminal_on_success=False)
 
 
+def make_reward_model(cfg: Config, action_space: gym.Space) -> IntrinsicRewardModel | None:
+    """The learned reward model ``cfg.reward_model`` names (None when it is off).
+
+    Built after the policy, from torch's generator as seeded by :func:`build_parts`.
+    """
+    rm = cfg.reward_model
+    if rm is None:
+        return None
+    obs_shape = int(cfg.policy.model.obs_shape or 0)
+    if rm.type == "rnd":
+        return RndRewardModel(rm, obs_shape)
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ConfigError(
+            f"config key 'reward_model.type': icm needs a discrete action space; env '{cfg.env.env_id}' has {action_space}"
+        )
+    return IcmRewardModel(rm, obs_shape, int(action_space.n))
+
+
 @dataclass
 class Parts:
     """What a training pipeline is made of, built from one config (:func:`build_parts`).
@@ -153,6 +171,7 @@ class Parts:
     policy: Policy
     buffer: DequeBuffer
     her_reward_model: HerRewardModel | None
+    reward_model: IntrinsicRewardModel | None = None
 
     def close(self) -> None:
         """Close both vector environments."""
@@ -179,7 +198,9 @@ def build_parts(cfg: Config) -> Parts:
     try:
         cfg = fill_model_shapes(cfg, collector_env)
         her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
-        return Parts(cfg, collector_env, evaluator_env, make_policy(cfg), make_buffer(cfg), her_reward_model)
+        policy = make_policy(cfg)
+        reward_model = make_reward_model(cfg, collector_env.action_space)
+        return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model)
     except BaseException:
         collector_env.close()
         evaluator_env.close()

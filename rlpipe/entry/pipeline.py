@@ -16,6 +16,7 @@ from rlpipe.framework.middleware import (
     eps_greedy_handler,
     interaction_evaluator,
     nstep_reward_enhancer,
+    reward_model_trainer,
     termination_checker,
 )
 
@@ -24,8 +25,10 @@ def use_training_pipeline(task: Task, parts: Parts) -> Task:
     """Add (explore) -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
 
     An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise).
-    Transitions and ``OffPolicyLearner`` by default; whole episodes and ``HERLearner`` when
-    ``parts`` has a HER reward model. Saving, logging and progress are the caller's to add.
+    Transitions and ``OffPolicyLearner`` by default (with a learned reward model: its bonus
+    mixed into each batch by the learner, and its own training after the learner); whole
+    episodes and ``HERLearner`` when ``parts`` has a HER reward model. Saving, logging and
+    progress are the caller's to add.
     """
     cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
     random_steps = cfg.policy.random_collect_size
@@ -35,7 +38,9 @@ def use_training_pipeline(task: Task, parts: Parts) -> Task:
         task.use(StepCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
         task.use(nstep_reward_enhancer(cfg))
         task.use(data_pusher(cfg, buffer))
-        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, log_freq=cfg.run.log_freq))
+        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, parts.reward_model, log_freq=cfg.run.log_freq))
+        if parts.reward_model is not None:
+            task.use(reward_model_trainer(cfg, parts.reward_model, buffer))
     else:
         task.use(EpisodeCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
         task.use(data_pusher(cfg, buffer))

@@ -55,10 +55,10 @@ class ResumePoint:
         summary = RunSummary.read(summary_file) if summary_file.is_file() else RunSummary()
         return cls(checkpoint, buffer_file(latest), summary)
 
-    def restore(self, policy: Any, buffer: Any, ctx: OnlineRLContext) -> None:
-        """Load policy, counters, RNG and replay buffer."""
-        restore_checkpoint(self.checkpoint, policy, ctx)
-        buffer.load_data(str(self.buffer_path))
+    def restore(self, parts: Parts, ctx: OnlineRLContext) -> None:
+        """Load policy (and reward model), counters, RNG and replay buffer."""
+        restore_checkpoint(self.checkpoint, parts.policy, ctx, parts.reward_model)
+        parts.buffer.load_data(str(self.buffer_path))
 
 
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
@@ -121,13 +121,13 @@ def _run_pipeline(
     cfg = parts.cfg
     ctx = OnlineRLContext()
     if earlier is not None:
-        earlier.restore(parts.policy, parts.buffer, ctx)
+        earlier.restore(parts, ctx)
         parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         use_training_pipeline(task, parts)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
-                           keep_last=cfg.run.keep_checkpoints))
+                           keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model))
         task.use(online_logger(writer, cfg.run.log_freq))
         task.use(tracker)
         task.use(show)

@@ -25,7 +25,9 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlpipe.config.loader import ConfigError
+from rlpipe.envs.episode_stats import EpisodeStats, final_success
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
+from rlpipe.envs.minigrid import MINIGRID_ID_PREFIXES, FlattenMiniGridImage, import_minigrid, is_minigrid_env
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
 from rlpipe.errors import EnvironmentFailedError, MissingDependencyError
@@ -74,14 +76,19 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
                 ) -> EnvFactory:
     """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
 
-    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`.
+    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
+    MiniGrid environments by :class:`FlattenMiniGridImage` (their ``MiniGrid-``/``BabyAI-`` ids
+    import the optional ``minigrid`` package, which registers them).
     A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
     the one place where actions meet the env's bounds, so policies, buffers and random
     collection all work in [-1, 1]. Every environment is recreated when it crashes
-    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo) is a one-line
+    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid) is a one-line
     :class:`MissingDependencyError` naming the extra to install.
     """
     register_envs()
+    needs_minigrid = env_id.startswith(MINIGRID_ID_PREFIXES)
+    if needs_minigrid:
+        import_minigrid(env_id)
     if env_id not in gym.registry:
         import difflib
 
@@ -93,6 +100,8 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
         kwargs["max_episode_steps"] = max_episode_steps
 
     def make_one() -> gym.Env:
+        if needs_minigrid:  # again here: a spawned worker process starts with gymnasium's own registry
+            import_minigrid(env_id)
         try:
             env = gym.make(env_id, **kwargs)
         except gym.error.DependencyNotInstalled as err:
@@ -102,6 +111,8 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
             ) from None
         if is_goal_env(env):
             env = FlattenGoalObservation(env)
+        elif is_minigrid_env(env):
+            env = FlattenMiniGridImage(env)
         space = env.action_space
         if isinstance(space, gym.spaces.Box) and _bounded(space):
             unit = np.ones(space.shape, dtype=space.dtype)
@@ -150,6 +161,8 @@ class VectorEnvManager:
         self.action_space.seed(seed)
         self.obs: np.ndarray = np.empty(0)
         self.env_id = np.arange(num_envs, dtype=np.int64)
+        self.episode_stats = EpisodeStats(num_envs)
+        """Return, length and success of the latest finished episodes (see :meth:`EpisodeStats.summary`)."""
         self.reset(seed)
 
     def _watched(self) -> AsyncVectorEnv | None:
@@ -164,6 +177,7 @@ class VectorEnvManager:
         new, yet reproducible, episodes.
         """
         seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
+        self.episode_stats.restart()
         while (env := self._watched()) is not None:
             try:
                 env.reset_async(seed=seeds)  # inside: a worker may have died since the last call
@@ -201,10 +215,13 @@ class VectorEnvManager:
             self._consecutive_restarts = 0
         done = terminated | truncated
         final_next_obs = next_obs
+        success = None
         if done.any():
             final_next_obs = next_obs.copy()
             rows = np.flatnonzero(done)
             final_next_obs[rows] = np.stack(info["final_obs"][rows])
+            success = final_success(info, rows)
+        self.episode_stats.add(reward, done, success)
         batch = self._transitions(action, reward, final_next_obs, terminated, truncated, _failed_steps(info, len(done)))
         self.obs = next_obs
         return batch

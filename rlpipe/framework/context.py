@@ -73,6 +73,8 @@ class OnlineRLContext(Context):
     trajectory_end_idx: list[int] = field(default_factory=list)
     eval_value: float | None = None
     eval_output: Any = None
+    reward_model_output: dict[str, float] | None = None
+    collect_episode_stats: dict[str, float] | None = None
 
     _default_kept: ClassVar[tuple[str, ...]] = (
         "total_step",

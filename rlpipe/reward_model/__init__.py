@@ -1,4 +1,4 @@
-"""Reward models: rewrite the rewards of training data (HER goal relabelling, ...)."""
+"""Reward models: rewrite the rewards of training data (HER goal relabelling, RND and ICM bonuses)."""
 
 from rlpipe.reward_model.base import BaseRewardModel
 from rlpipe.reward_model.her import (
@@ -8,11 +8,19 @@ from rlpipe.reward_model.her import (
     merge_state_goal,
     split_state_goal,
 )
+from rlpipe.reward_model.icm import IcmRewardModel
+from rlpipe.reward_model.intrinsic import IntrinsicRewardModel
+from rlpipe.reward_model.rnd import RndRewardModel
+from rlpipe.reward_model.running_stats import RunningMeanStd
 
 __all__ = [
     "HER_STRATEGIES",
     "BaseRewardModel",
     "HerRewardModel",
+    "IcmRewardModel",
+    "IntrinsicRewardModel",
+    "RndRewardModel",
+    "RunningMeanStd",
     "equal_goal_reward",
     "merge_state_goal",
     "split_state_goal",

@@ -18,7 +18,8 @@ from rlpipe.entry.pipeline import use_training_pipeline
 from rlpipe.framework import Task
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PRESETS = {"dqn": "cartpole-dqn", "dqn_per": "cartpole-dqn-per", "dqn_her": "bitflip-her-dqn", "sac": "pendulum-sac"}
+PRESETS = {"dqn": "cartpole-dqn", "dqn_per": "cartpole-dqn-per", "dqn_her": "bitflip-her-dqn", "sac": "pendulum-sac",
+           "dqn_rnd": "deepsea-dqn-rnd"}
 
 
 def load(name: str):

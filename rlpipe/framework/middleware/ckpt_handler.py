@@ -21,18 +21,28 @@ def buffer_file(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.name.removesuffix(CKPT_SUFFIX) + BUFFER_SUFFIX)
 
 
-def checkpoint_state(policy: Any, ctx: OnlineRLContext) -> dict[str, Any]:
-    """What a checkpoint holds: the policy's whole state, the pipeline's counters, torch's RNG."""
-    return {
+def checkpoint_state(policy: Any, ctx: OnlineRLContext, reward_model: Any | None = None) -> dict[str, Any]:
+    """What a checkpoint holds: the policy's whole state, the pipeline's counters, torch's RNG,
+    and a learned reward model's state when there is one."""
+    state = {
         "policy": policy.state_dict(),
         "counters": {name: getattr(ctx, name) for name in COUNTERS},
         "torch_rng": torch.get_rng_state(),
     }
+    if reward_model is not None:
+        state["reward_model"] = reward_model.state_dict()
+    return state
 
 
-def restore_checkpoint(state: dict[str, Any], policy: Any, ctx: OnlineRLContext) -> None:
-    """Put a :func:`checkpoint_state` back: policy, counters and torch's RNG."""
+def restore_checkpoint(
+    state: dict[str, Any], policy: Any, ctx: OnlineRLContext, reward_model: Any | None = None
+) -> None:
+    """Put a :func:`checkpoint_state` back: policy, counters, torch's RNG (and the reward model)."""
+    if reward_model is not None and "reward_model" not in state:
+        raise CheckpointError("the checkpoint holds no reward model, but this run has one (config key 'reward_model')")
     policy.load_state_dict(state["policy"])
+    if reward_model is not None:
+        reward_model.load_state_dict(state["reward_model"])
     for name in COUNTERS:
         setattr(ctx, name, state["counters"][name])
     torch.set_rng_state(state["torch_rng"])
@@ -56,13 +66,15 @@ class CkptSaver:
     ``save_finish``). With ``buffer_``, the periodic and final saves also write the replay
     buffer beside the checkpoint (see :func:`buffer_file`; only the newest is kept), so that a
     run can be resumed whole. ``keep_last``: keep only that many periodic checkpoints, the
-    newest (None: all of them).
+    newest (None: all of them). ``reward_model``: a learned reward model saved in every
+    checkpoint with the policy.
 
     Reads ``ctx.train_iter``, ``ctx.eval_value``, ``ctx.last_save_iter``; writes ``ctx.last_save_iter``.
     """
 
     def __init__(self, policy: Any, save_dir: str | Path, train_freq: int | None = None,
-                 save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None) -> None:
+                 save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None,
+                 reward_model: Any | None = None) -> None:
         if keep_last is not None and keep_last < 1:
             raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {keep_last}")
         self._policy = policy
@@ -71,18 +83,19 @@ class CkptSaver:
         self._train_freq = train_freq
         self._save_finish = save_finish
         self._buffer = buffer_
+        self._reward_model = reward_model
         best = self._dir / "eval.pth.tar"
         self._best_eval = load_checkpoint(best)["counters"]["last_eval_value"] if best.is_file() else float("-inf")
 
     def _save(self, ctx: OnlineRLContext, name: str, with_buffer: bool) -> None:
         path = self._dir / name
         if not (with_buffer and self._buffer is not None):
-            save_checkpoint(checkpoint_state(self._policy, ctx), path)
+            save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model), path)
             return
         self._dir.mkdir(parents=True, exist_ok=True)
         stale = [p for p in self._dir.glob(f"*{BUFFER_SUFFIX}") if p != buffer_file(path)]
         self._buffer.save_data(str(buffer_file(path)))
-        save_checkpoint(checkpoint_state(self._policy, ctx), path)
+        save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model), path)
         for old in stale:  # one buffer copy on disk: the newest checkpoint's
             old.unlink(missing_ok=True)
 

@@ -34,7 +34,8 @@ def _count(ctx: OnlineRLContext, step: Batch) -> None:
 class StepCollector:
     """Collect ``cfg.policy.collect.n_sample`` env steps (rounded up to whole vector steps).
 
-    Writes ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
+    Writes ``ctx.collect_episode_stats`` (the env's :meth:`EpisodeStats.summary`) and
+    ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
     ``random_collect_size`` env steps use uniformly random actions. The newest vector step
     is held until the next one shows whether its env failed (:class:`FailedStepFilter`), so
@@ -60,6 +61,7 @@ class StepCollector:
             if ready is not None:
                 steps.append(ready)
         ctx.trajectories = concat_batches(steps) if steps else None
+        ctx.collect_episode_stats = self._env.episode_stats.summary()
 
 
 @role_gated(Role.COLLECTOR)
@@ -99,6 +101,7 @@ class EpisodeCollector:
                 self._start[e] = now + 1
             self._forget_finished_steps()
         ctx.episodes = episodes
+        ctx.collect_episode_stats = self._env.episode_stats.summary()
 
     def _forget_finished_steps(self) -> None:
         oldest = int(self._start.min())

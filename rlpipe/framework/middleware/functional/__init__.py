@@ -9,6 +9,7 @@ from rlpipe.framework.middleware.functional.explorer import eps_greedy_handler, 
 from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.logger import online_logger, progress_bar
 from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
+from rlpipe.framework.middleware.functional.reward_model_trainer import reward_model_trainer
 from rlpipe.framework.middleware.functional.termination_checker import termination_checker
 from rlpipe.framework.middleware.functional.trainer import TrainingDivergedError, multistep_trainer, trainer
 
@@ -26,6 +27,7 @@ __all__ = [
     "online_logger",
     "progress_bar",
     "reward_estimator",
+    "reward_model_trainer",
     "termination_checker",
     "trainer",
 ]

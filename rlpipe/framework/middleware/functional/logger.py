@@ -24,19 +24,29 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
     """Write the mean of the scalar learn outputs every ``train_show_freq`` train iterations,
     and every evaluation, to ``writer``.
 
-    Reads ``ctx.train_output`` (a list of learn-output dicts), ``ctx.eval_value``,
+    Reads ``ctx.train_output`` (a list of learn-output dicts), ``ctx.reward_model_output``
+    (a learned reward model's figures, averaged into the same records),
+    ``ctx.collect_episode_stats`` (written as ``train_episode_return_mean``,
+    ``train_episode_length_mean`` and ``train_success_rate``), ``ctx.eval_value``,
     ``ctx.eval_output``, ``ctx.train_iter``, ``ctx.env_step``.
     """
     pending: list[dict[str, Any]] = []
+    pending_reward_model: list[dict[str, Any]] = []
     last_written = 0
 
     def _log(ctx: OnlineRLContext) -> None:
         nonlocal last_written
         if isinstance(ctx.train_output, list):
             pending.extend(ctx.train_output)
+        if ctx.reward_model_output:
+            pending_reward_model.append(ctx.reward_model_output)
         if pending and ctx.train_iter - last_written >= train_show_freq:
-            writer.write("train", ctx.env_step, {"train_iter": ctx.train_iter, **_scalar_means(pending)})
+            reward_model = _scalar_means(pending_reward_model) if pending_reward_model else {}
+            episodes = {f"train_{k}": v for k, v in (ctx.collect_episode_stats or {}).items()}
+            writer.write("train", ctx.env_step,
+                         {"train_iter": ctx.train_iter, **_scalar_means(pending), **reward_model, **episodes})
             pending.clear()
+            pending_reward_model.clear()
             last_written = ctx.train_iter
         if ctx.eval_value is not None:
             returns = ctx.eval_output["episode_return"]

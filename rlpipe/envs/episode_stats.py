@@ -1,0 +1,60 @@
+"""Figures of the latest finished episodes of a vector environment: return, length, success."""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+WINDOW = 100
+"""Finished episodes the figures are taken over (SB3's ``ep_rew_mean`` window)."""
+
+
+def final_success(info: Mapping[str, Any], rows: np.ndarray) -> np.ndarray | None:
+    """``is_success`` of the episodes that ended in ``rows`` (gymnasium's same-step ``final_info``),
+    or None when the env does not report it for all of them."""
+    final = info.get("final_info")
+    if not isinstance(final, Mapping) or "is_success" not in final:
+        return None
+    reported = np.asarray(final.get("_is_success", np.ones(len(final["is_success"]), dtype=bool)))[rows]
+    return np.asarray(final["is_success"], dtype=bool)[rows] if reported.all() else None
+
+
+class EpisodeStats:
+    """Running return and length of each env's episode, and the last :data:`WINDOW` finished ones."""
+
+    def __init__(self, num_envs: int) -> None:
+        self._return = np.zeros(num_envs, dtype=np.float64)
+        self._length = np.zeros(num_envs, dtype=np.int64)
+        self._finished: deque[tuple[float, int, bool | None]] = deque(maxlen=WINDOW)
+        self.episodes = 0
+        """Episodes finished since the start."""
+
+    def add(self, reward: np.ndarray, done: np.ndarray, success: np.ndarray | None = None) -> None:
+        """Fold in one vector step; ``success`` holds one flag per done env (in env order), or None."""
+        self._return += reward
+        self._length += 1
+        rows = np.flatnonzero(done)
+        for k, row in enumerate(rows):
+            flag = None if success is None else bool(success[k])
+            self._finished.append((float(self._return[row]), int(self._length[row]), flag))
+        self.episodes += len(rows)
+        self._return[rows] = 0.0
+        self._length[rows] = 0
+
+    def restart(self) -> None:
+        """Forget the episodes in progress (the envs were reset); finished ones stay."""
+        self._return[:] = 0.0
+        self._length[:] = 0
+
+    def summary(self) -> dict[str, float]:
+        """Mean return and length over the window, and the success rate where every episode in it
+        reported ``is_success``; empty before the first episode ends."""
+        if not self._finished:
+            return {}
+        returns, lengths, flags = zip(*self._finished, strict=True)
+        out = {"episode_return_mean": float(np.mean(returns)), "episode_length_mean": float(np.mean(lengths))}
+        if all(flag is not None for flag in flags):
+            out["success_rate"] = float(np.mean(flags))
+        return out
