@@ -179,13 +179,18 @@ class RunConfig(_Strict):
 
 class RewardModelConfig(_Strict):
     type: Literal["rnd", "icm"] = Field(
-        ..., description="Learned exploration bonus: rnd (random network distillation) or icm (curiosity; discrete actions)."
+        ...,
+        description="Learned exploration bonus: rnd (random network distillation), icm (curiosity; discrete actions).",
     )
     intrinsic_reward_weight: float = Field(
-        1.0, ge=0, description="Training reward = extrinsic + weight x intrinsic (the intrinsic one scaled by its running std)."
+        1.0,
+        ge=0,
+        description="Training reward = extrinsic + weight x intrinsic (the intrinsic one scaled by its running std).",
     )
     learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate of the reward model.")
-    batch_size: PositiveInt = Field(64, description="Transitions per reward-model update, sampled from the replay buffer.")
+    batch_size: PositiveInt = Field(
+        64, description="Transitions per reward-model update, sampled from the replay buffer."
+    )
     update_per_collect: PositiveInt = Field(1, description="Reward-model updates per pipeline iteration.")
     obs_norm: bool = Field(True, description="Normalise its observations with running mean and std (clipped to +-5).")
     encoder_hidden_size_list: list[PositiveInt] = Field(

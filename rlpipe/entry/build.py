@@ -139,22 +139,21 @@ def make_her_reward_model(cfg: Config) -> HerRewardModel:
                           goal_reward_func=layout.reward, terminal_on_success=False)
 
 
-def make_reward_model(cfg: Config, action_space: gym.Space) -> IntrinsicRewardModel | None:
+def make_reward_model(cfg: Config) -> IntrinsicRewardModel | None:
     """The learned reward model ``cfg.reward_model`` names (None when it is off).
 
-    Built after the policy, from torch's generator as seeded by :func:`build_parts`.
+    ``cfg`` must have the model's sizes filled in (:func:`fill_model_shapes`); ICM's action
+    count is dqn's ``action_shape`` (the config refuses ICM with continuous policies). Built
+    after the policy, from torch's generator as seeded by :func:`build_parts`.
     """
-    rm = cfg.reward_model
+    rm, model = cfg.reward_model, cfg.policy.model
     if rm is None:
         return None
-    obs_shape = int(cfg.policy.model.obs_shape or 0)
+    if model.obs_shape is None or model.action_shape is None:
+        raise ValueError("cfg.policy.model.obs_shape and action_shape must be set (from the env) for the reward model")
     if rm.type == "rnd":
-        return RndRewardModel(rm, obs_shape)
-    if not isinstance(action_space, gym.spaces.Discrete):
-        raise ConfigError(
-            f"config key 'reward_model.type': icm needs a discrete action space; env '{cfg.env.env_id}' has {action_space}"
-        )
-    return IcmRewardModel(rm, obs_shape, int(action_space.n))
+        return RndRewardModel(rm, model.obs_shape)
+    return IcmRewardModel(rm, model.obs_shape, model.action_shape)
 
 
 @dataclass
@@ -199,7 +198,7 @@ def build_parts(cfg: Config) -> Parts:
         cfg = fill_model_shapes(cfg, collector_env)
         her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
         policy = make_policy(cfg)
-        reward_model = make_reward_model(cfg, collector_env.action_space)
+        reward_model = make_reward_model(cfg)
         return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model)
     except BaseException:
         collector_env.close()

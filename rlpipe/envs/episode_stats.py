@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,27 +21,43 @@ def final_success(info: Mapping[str, Any], rows: np.ndarray) -> np.ndarray | Non
     return np.asarray(final["is_success"], dtype=bool)[rows] if reported.all() else None
 
 
+class FinishedEpisode(NamedTuple):
+    """One episode that ended: which env ran it, its return and length, and ``is_success`` (None: not reported)."""
+
+    env: int
+    episode_return: float
+    length: int
+    success: bool | None
+
+
 class EpisodeStats:
     """Running return and length of each env's episode, and the last :data:`WINDOW` finished ones."""
 
     def __init__(self, num_envs: int) -> None:
         self._return = np.zeros(num_envs, dtype=np.float64)
         self._length = np.zeros(num_envs, dtype=np.int64)
-        self._finished: deque[tuple[float, int, bool | None]] = deque(maxlen=WINDOW)
+        self._finished: deque[FinishedEpisode] = deque(maxlen=WINDOW)
         self.episodes = 0
         """Episodes finished since the start."""
 
-    def add(self, reward: np.ndarray, done: np.ndarray, success: np.ndarray | None = None) -> None:
-        """Fold in one vector step; ``success`` holds one flag per done env (in env order), or None."""
+    def add(self, reward: np.ndarray, done: np.ndarray, success: np.ndarray | None = None) -> list[FinishedEpisode]:
+        """Fold in one vector step and return the episodes it ended.
+
+        ``success`` holds one flag per done env (in env order), or None when not reported.
+        """
         self._return += reward
         self._length += 1
         rows = np.flatnonzero(done)
-        for k, row in enumerate(rows):
-            flag = None if success is None else bool(success[k])
-            self._finished.append((float(self._return[row]), int(self._length[row]), flag))
+        ended = [
+            FinishedEpisode(int(row), float(self._return[row]), int(self._length[row]),
+                            None if success is None else bool(success[k]))
+            for k, row in enumerate(rows)
+        ]
+        self._finished.extend(ended)
         self.episodes += len(rows)
         self._return[rows] = 0.0
         self._length[rows] = 0
+        return ended
 
     def restart(self) -> None:
         """Forget the episodes in progress (the envs were reset); finished ones stay."""
@@ -53,7 +69,7 @@ class EpisodeStats:
         reported ``is_success``; empty before the first episode ends."""
         if not self._finished:
             return {}
-        returns, lengths, flags = zip(*self._finished, strict=True)
+        _, returns, lengths, flags = zip(*self._finished, strict=True)
         out = {"episode_return_mean": float(np.mean(returns)), "episode_length_mean": float(np.mean(lengths))}
         if all(flag is not None for flag in flags):
             out["success_rate"] = float(np.mean(flags))

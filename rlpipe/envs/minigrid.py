@@ -9,7 +9,7 @@ without the extra, and only a MiniGrid env id asks for it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -20,7 +20,13 @@ from rlpipe.errors import MissingDependencyError
 MINIGRID_ID_PREFIXES = ("MiniGrid-", "BabyAI-")
 """The ids that importing ``minigrid`` registers with gymnasium (which does not load them itself)."""
 
-__all__ = ["MINIGRID_ID_PREFIXES", "FlattenMiniGridImage", "import_minigrid", "is_minigrid_env"]
+__all__ = [
+    "MINIGRID_ID_PREFIXES",
+    "FlattenMiniGridImage",
+    "ReportMiniGridSuccess",
+    "import_minigrid",
+    "is_minigrid_env",
+]
 
 
 def import_minigrid(env_id: str) -> None:
@@ -87,3 +93,16 @@ class FlattenMiniGridImage(gym.ObservationWrapper[np.ndarray, Any, dict[str, Any
     def observation(self, observation: dict[str, Any]) -> np.ndarray:
         """The image, scaled per channel (broadcast over the last axis) and flattened."""
         return (observation["image"] * self._scale).reshape(-1)
+
+
+class ReportMiniGridSuccess(gym.Wrapper[Any, Any, Any, Any]):
+    """Add ``info["is_success"]``: True on the step that ends an episode with a positive reward.
+
+    MiniGrid rewards only reaching the goal (``1 - 0.9 * steps / max_steps``, always > 0);
+    episodes that end otherwise (lava, the time limit) score 0. With the flag, training and
+    evaluation records report a success rate, as for the other goal-reaching envs.
+    """
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, "is_success": bool(terminated and float(reward) > 0)}

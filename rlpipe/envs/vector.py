@@ -25,9 +25,15 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlpipe.config.loader import ConfigError
-from rlpipe.envs.episode_stats import EpisodeStats, final_success
+from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode, final_success
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
-from rlpipe.envs.minigrid import MINIGRID_ID_PREFIXES, FlattenMiniGridImage, import_minigrid, is_minigrid_env
+from rlpipe.envs.minigrid import (
+    MINIGRID_ID_PREFIXES,
+    FlattenMiniGridImage,
+    ReportMiniGridSuccess,
+    import_minigrid,
+    is_minigrid_env,
+)
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
 from rlpipe.errors import EnvironmentFailedError, MissingDependencyError
@@ -77,8 +83,9 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
     """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
 
     Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
-    MiniGrid environments by :class:`FlattenMiniGridImage` (their ``MiniGrid-``/``BabyAI-`` ids
-    import the optional ``minigrid`` package, which registers them).
+    MiniGrid environments by :class:`FlattenMiniGridImage`, with ``is_success`` reported by
+    :class:`ReportMiniGridSuccess` (their ``MiniGrid-``/``BabyAI-`` ids import the optional
+    ``minigrid`` package, which registers them).
     A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
     the one place where actions meet the env's bounds, so policies, buffers and random
     collection all work in [-1, 1]. Every environment is recreated when it crashes
@@ -112,7 +119,7 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
         if is_goal_env(env):
             env = FlattenGoalObservation(env)
         elif is_minigrid_env(env):
-            env = FlattenMiniGridImage(env)
+            env = FlattenMiniGridImage(ReportMiniGridSuccess(env))
         space = env.action_space
         if isinstance(space, gym.spaces.Box) and _bounded(space):
             unit = np.ones(space.shape, dtype=space.dtype)
@@ -163,6 +170,8 @@ class VectorEnvManager:
         self.env_id = np.arange(num_envs, dtype=np.int64)
         self.episode_stats = EpisodeStats(num_envs)
         """Return, length and success of the latest finished episodes (see :meth:`EpisodeStats.summary`)."""
+        self.finished_episodes: list[FinishedEpisode] = []
+        """The episodes the latest :meth:`step` ended, with their return, length and success."""
         self.reset(seed)
 
     def _watched(self) -> AsyncVectorEnv | None:
@@ -221,7 +230,7 @@ class VectorEnvManager:
             rows = np.flatnonzero(done)
             final_next_obs[rows] = np.stack(info["final_obs"][rows])
             success = final_success(info, rows)
-        self.episode_stats.add(reward, done, success)
+        self.finished_episodes = self.episode_stats.add(reward, done, success)
         batch = self._transitions(action, reward, final_next_obs, terminated, truncated, _failed_steps(info, len(done)))
         self.obs = next_obs
         return batch

@@ -1,7 +1,9 @@
-"""MiniGrid through env_factory: a flat float32 image for MLPs; the missing extra in one line."""
+"""MiniGrid through env_factory: a flat float32 image for MLPs, is_success, the missing extra in one line.
+
+The test extra installs minigrid (scripts/test.sh), so these tests run in CI.
+"""
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 import gymnasium as gym
@@ -13,10 +15,8 @@ from rlpipe.envs.minigrid import is_minigrid_env
 from rlpipe.errors import MissingDependencyError
 
 ENV_ID = "MiniGrid-DoorKey-5x5-v0"
-needs_minigrid = pytest.mark.skipif(importlib.util.find_spec("minigrid") is None, reason="the minigrid extra")
 
 
-@needs_minigrid
 def test_env_factory_gives_a_flat_float32_image_and_discrete_actions():
     env = env_factory(ENV_ID)()
     try:
@@ -31,7 +31,6 @@ def test_env_factory_gives_a_flat_float32_image_and_discrete_actions():
         env.close()
 
 
-@needs_minigrid
 def test_the_image_is_scaled_per_channel_without_losing_the_indices():
     raw = gym.make(ENV_ID)
     flat = FlattenMiniGridImage(gym.make(ENV_ID))
@@ -41,7 +40,6 @@ def test_the_image_is_scaled_per_channel_without_losing_the_indices():
     assert np.array_equal(np.rint(obs.reshape(7, 7, 3) * [10, 5, 3]).astype(np.uint8), image)
 
 
-@needs_minigrid
 def test_only_minigrid_envs_are_detected():
     assert is_minigrid_env(gym.make(ENV_ID))
     assert not is_minigrid_env(gym.make("CartPole-v1"))
@@ -53,3 +51,17 @@ def test_a_missing_minigrid_package_names_the_extra_in_one_line(monkeypatch: pyt
         env_factory(ENV_ID)
     message = str(err.value)
     assert "\n" not in message and ENV_ID in message and "scripts/setup.sh minigrid" in message
+
+
+def test_reaching_the_goal_is_reported_as_success():
+    env = env_factory("MiniGrid-Empty-5x5-v0")()  # agent at (1, 1) facing right, goal at (3, 3)
+    try:
+        env.reset(seed=0)
+        forward, right = 2, 1
+        flags = []
+        for action in (forward, forward, right, forward, forward):
+            _, reward, terminated, _, info = env.step(action)
+            flags.append(info["is_success"])
+        assert flags == [False, False, False, False, True] and terminated and float(reward) > 0
+    finally:
+        env.close()

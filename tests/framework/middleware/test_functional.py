@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlpipe.envs import RecreateOnError, VectorEnvManager
+from rlpipe.envs.episode_stats import EpisodeStats
 from rlpipe.errors import EnvironmentFailedError
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import (
@@ -133,6 +134,7 @@ def test_failures_of_environments_whose_episodes_are_not_needed_are_not_counted(
 
     class RestartsOnce:  # step 1 fails everywhere; then every episode lasts 2 steps
         num_envs, obs, steps = 4, np.zeros((4, 1)), 0
+        episode_stats = EpisodeStats(4)
 
         def reset(self):
             return self.obs
@@ -141,6 +143,7 @@ def test_failures_of_environments_whose_episodes_are_not_needed_are_not_counted(
             self.steps += 1
             failed = np.full(4, self.steps == 1)
             ended = failed | np.full(4, self.steps % 2 == 1)
+            self.finished_episodes = self.episode_stats.add(np.ones(4), ended)
             return {"reward": np.ones(4), "terminated": np.zeros(4, bool), "truncated": ended, "env_error": failed}
 
     assert evaluate_episodes(ConstantActor(), RestartsOnce(), 1)["episode_return"].tolist() == [2.0]

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from rlpipe.envs.episode_stats import FinishedEpisode
 from rlpipe.envs.vector import VectorEnvManager
 from rlpipe.errors import EnvironmentFailedError
 from rlpipe.framework.context import OnlineRLContext
@@ -26,22 +27,18 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     step is not counted: its return is not the policy's (if failures grow with episode
     length, this favours short episodes); more than ``MAX_FAILED_EPISODES_PER_EPISODE`` such
     episodes per requested one raise EnvironmentFailedError: the environment keeps failing.
-    Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``.
+    Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``, and
+    ``episode_success`` when the env reports ``is_success`` for every episode.
     """
     if n_episode < 1:
         raise ValueError(f"the number of evaluation episodes must be >= 1, got {n_episode}")
     quota = np.full(env.num_envs, n_episode // env.num_envs)
     quota[: n_episode % env.num_envs] += 1
-    returns: list[float] = []
-    lengths: list[int] = []
-    running_return = np.zeros(env.num_envs)
-    running_length = np.zeros(env.num_envs, dtype=np.int64)
+    counted: list[FinishedEpisode] = []
     failed_episodes = 0
     env.reset()
     while (quota > 0).any():
         step = env.step(policy.forward(env.obs))
-        running_return += step["reward"]
-        running_length += 1
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
         failed_episodes += int(np.count_nonzero(failed & (quota > 0)))  # envs still needed only
         if failed_episodes > MAX_FAILED_EPISODES_PER_EPISODE * n_episode:
@@ -49,14 +46,17 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
                 f"evaluation: {failed_episodes} episodes ended in a failed environment step before "
                 f"{n_episode - int(quota.sum())} of {n_episode} finished; the environment keeps failing"
             )
-        for e in np.flatnonzero(step["terminated"] | step["truncated"]):
-            if quota[e] > 0 and not failed[e]:
-                quota[e] -= 1
-                returns.append(float(running_return[e]))
-                lengths.append(int(running_length[e]))
-            running_return[e] = 0.0
-            running_length[e] = 0
-    return {"episode_return": np.asarray(returns), "episode_length": np.asarray(lengths)}
+        for episode in env.finished_episodes:
+            if quota[episode.env] > 0 and not failed[episode.env]:
+                quota[episode.env] -= 1
+                counted.append(episode)
+    output = {
+        "episode_return": np.asarray([episode.episode_return for episode in counted]),
+        "episode_length": np.asarray([episode.length for episode in counted]),
+    }
+    if all(episode.success is not None for episode in counted):
+        output["episode_success"] = np.asarray([episode.success for episode in counted], dtype=bool)
+    return output
 
 
 @role_gated(Role.EVALUATOR)

@@ -56,6 +56,8 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
                 "return_mean": float(ctx.eval_value),
                 "return_std": float(np.std(returns)),
                 "episode_length_mean": float(np.mean(ctx.eval_output["episode_length"])),
+                **({"success_rate": float(np.mean(ctx.eval_output["episode_success"]))}
+                   if "episode_success" in ctx.eval_output else {}),
             })
 
     return _log
