@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,43 @@ class ConfigError(RlpipeError, ValueError):
     """A configuration problem, described in one line that names the key path."""
 
 
+class _YamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading ``1e5`` as a number as YAML 1.2 does (YAML 1.1 wants ``1.0e5``).
+
+    So ``run.max_env_step=1e5`` gives 100000 (pydantic takes an integral float for an int key).
+    """
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+SB3_NAMES = {
+    "lr": "'policy.learn.learning_rate'",
+    "learning_rate": "'policy.learn.learning_rate'",
+    "buffer_size": "'policy.other.replay_buffer.replay_buffer_size'",
+    "gradient_steps": "'policy.learn.update_per_collect' (or 'policy.learn.replay_ratio')",
+    "train_freq": "'policy.collect.n_sample'",
+    "learning_starts": "'policy.random_collect_size'",
+    "exploration_fraction": "'policy.other.eps.decay' (env steps)",
+    "exploration_final_eps": "'policy.other.eps.end'",
+    "exploration_initial_eps": "'policy.other.eps.start'",
+    "target_update_interval": "'policy.learn.target_update_freq'",
+    "tau": "'policy.learn.target_theta'",
+    "gamma": "'policy.discount_factor'",
+    "batch_size": "'policy.learn.batch_size'",
+    "n_steps": "'policy.nstep'",
+    "ent_coef": "'policy.learn.alpha' (with 'policy.learn.auto_alpha')",
+    "policy_delay": "'policy.learn.actor_update_freq'",
+    "target_policy_noise": "'policy.learn.noise_sigma'",
+    "target_noise_clip": "'policy.learn.noise_clip'",
+    "total_timesteps": "'run.max_env_step'",
+}
+"""Stable-Baselines3 argument names and the rlpipe key that does the same job (for hints)."""
+
+
 def preset_names() -> list[str]:
     """Names of the built-in presets."""
     folder = resources.files("rlpipe.config") / "presets"
@@ -26,7 +64,7 @@ def preset_names() -> list[str]:
 
 def _read_yaml(text: str, origin: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YamlLoader)  # safe: _YamlLoader is a SafeLoader
     except yaml.YAMLError as err:
         raise ConfigError(f"{origin}: not valid YAML ({str(err).splitlines()[0]})") from None
     if data is None:
@@ -76,7 +114,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise ConfigError(f"override '{text}' is not of the form key.path=value")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = yaml.load(raw, Loader=_YamlLoader) if raw.strip() else None  # safe: a SafeLoader
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
@@ -103,9 +141,13 @@ def _describe(err: ValidationError) -> str:
     key = ".".join(str(p) for p in loc)
     if first["type"] == "extra_forbidden":
         model = _model_at(loc)
-        hint = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model else []
-        did_you_mean = f" (did you mean '{'.'.join([*map(str, loc[:-1]), hint[0]])}'?)" if hint else ""
-        return f"unknown config key '{key}'{did_you_mean}"
+        leaf = str(loc[-1])
+        hint = difflib.get_close_matches(leaf, list(model.model_fields), n=1) if model else []
+        if hint:
+            return f"unknown config key '{key}' (did you mean '{'.'.join([*map(str, loc[:-1]), hint[0]])}'?)"
+        if leaf in SB3_NAMES:
+            return f"unknown config key '{key}': Stable-Baselines3's '{leaf}' is {SB3_NAMES[leaf]} here"
+        return f"unknown config key '{key}'"
     where = f"config key '{key}'" if key else "config"
     if first["type"] == "value_error":  # our own validators: the message names the keys
         return f"{where}: {first['msg'].removeprefix('Value error, ')}"
