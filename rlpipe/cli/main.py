@@ -1,4 +1,4 @@
-"""``rlpipe`` command line: train, eval, presets, plot.
+"""``rlpipe`` command line: train, resume, eval, presets, config show, plot.
 
 Errors a user can fix (a config key, a preset name, a file) are printed as one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--checkpoint", type=Path, default=None, help="checkpoint file (default: best)")
 
     sub.add_parser("presets", help="list the built-in presets")
+
+    config = sub.add_parser("config", help="inspect configs")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    show = config_sub.add_parser("show", help="every key of a preset or YAML config: type, value, default, meaning")
+    show.add_argument("config", help="preset name or path to a YAML config")
+    show.add_argument("overrides", nargs="*", help="dotted overrides applied first, e.g. seed=1")
 
     plot = sub.add_parser("plot", help="plot evaluation return against env steps for one or more runs")
     plot.add_argument("run_dirs", type=Path, nargs="+")
@@ -101,6 +107,23 @@ def _cmd_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_config(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from rlpipe.config.describe import REQUIRED, describe_config
+
+    table = Table("key", "type", "value", "default", "description", title=escape(f"config {args.config}"))
+    for info in describe_config(load_config(args.config, args.overrides)):
+        value = escape(repr(info.value))
+        table.add_row(escape(info.key), escape(info.type), f"[bold]{value}[/bold]" if info.value != info.default
+                      else value, escape(info.default if info.default is REQUIRED else repr(info.default)),
+                      escape(info.description))
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    return 0
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from rlpipe.utils.plot import plot_runs
 
@@ -109,7 +132,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "plot": _cmd_plot}
+COMMANDS = {
+    "train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "config": _cmd_config,
+    "plot": _cmd_plot,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

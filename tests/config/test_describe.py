@@ -1,0 +1,48 @@
+"""``rlpipe config show``: every key a user can set, with its type, value, default and meaning."""
+from __future__ import annotations
+
+from rlpipe.cli.main import main
+from rlpipe.config import load_config
+from rlpipe.config.describe import REQUIRED, describe_config
+
+
+def keys_of(model_dump, prefix=""):
+    for key, value in model_dump.items():
+        if isinstance(value, dict) and key != "env_kwargs":
+            yield from keys_of(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+def test_every_leaf_key_of_a_config_is_described():
+    cfg = load_config("deepsea-dqn-rnd")
+    described = {info.key: info for info in describe_config(cfg)}
+    assert set(keys_of(cfg.model_dump())) <= set(described)
+    batch = described["policy.learn.batch_size"]
+    assert (batch.type, batch.value, batch.default) == ("int (> 0)", 64, 64)
+    assert batch.description == "Transitions per training batch."
+    assert described["reward_model.type"].default == REQUIRED and described["reward_model.type"].value == "rnd"
+    assert described["policy.other.eps.type"].type == "'exp' | 'linear'"
+    assert described["env.max_episode_steps"].type == "int (> 0) | None"
+    assert all(info.description for info in described.values())
+
+
+def test_sections_that_are_off_still_list_their_keys_with_defaults():
+    described = {info.key: info for info in describe_config(load_config("cartpole-dqn"))}
+    assert described["policy.other.her"].value is None
+    assert described["policy.other.her.her_strategy"].value == "future"
+    assert described["reward_model.intrinsic_reward_weight"].value == 1.0
+
+
+def test_config_show_prints_the_table(capsys):
+    assert main(["config", "show", "cartpole-dqn", "seed=7"]) == 0
+    out = capsys.readouterr().out
+    assert "policy.learn.update_per_collect" in out and "dict[str, Any]" in out and "Seed of envs" in out
+    assert any(line.split("│")[1].strip() == "seed" and line.split("│")[3].strip() == "7"
+               for line in out.splitlines() if "│" in line)
+
+
+def test_config_show_of_an_unknown_preset_is_one_line(capsys):
+    assert main(["config", "show", "cartpole-dgn"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "rlpipe config: error: unknown preset 'cartpole-dgn' (did you mean 'cartpole-dqn'?)")
