@@ -205,3 +205,22 @@ def test_progress_bar_shows_env_steps_eval_and_loss(capsys):
         show(ctx)
     out = capsys.readouterr().out
     assert "40/100" in out and "eval 12.5" in out and "loss 0.25" in out and "iter 7" in out
+
+
+def test_online_logger_adds_throughput_epsilon_and_episode_figures(tmp_path):
+    writer = MetricsWriter(tmp_path, tensorboard=False)
+    log = online_logger(writer, train_show_freq=1)
+    ctx = OnlineRLContext()
+    for step in (1, 2):
+        ctx.train_output = [{"total_loss": 1.0}]
+        ctx.train_iter, ctx.env_step = 10 * step, 100 * step
+        ctx.collect_kwargs = {"eps": 0.5 / step}
+        ctx.collect_episode_stats = {"episode_return_mean": 3.0, "episode_length_mean": 4.0, "success_rate": 0.25}
+        log(ctx)
+    writer.close()
+    first, second = read_metrics(tmp_path)
+    assert "env_steps_per_s" not in first and first["eps"] == 0.5
+    assert second["eps"] == 0.25 and second["env_steps_per_s"] > 0
+    assert second["env_steps_per_s"] / second["updates_per_s"] == pytest.approx(10.0)  # 100 steps per 10 updates
+    assert (second["train_episode_return_mean"], second["train_episode_length_mean"], second["train_success_rate"]) \
+        == (3.0, 4.0, 0.25)

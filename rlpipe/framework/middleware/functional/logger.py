@@ -4,6 +4,7 @@ Neither consumes nor reorders ``ctx.train_output``: other middleware read it too
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,26 +29,40 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
     (a learned reward model's figures, averaged into the same records),
     ``ctx.collect_episode_stats`` (written as ``train_episode_return_mean``,
     ``train_episode_length_mean`` and ``train_success_rate``), ``ctx.eval_value``,
-    ``ctx.eval_output``, ``ctx.train_iter``, ``ctx.env_step``.
+    ``ctx.eval_output``, ``ctx.train_iter``, ``ctx.env_step`` and ``ctx.collect_kwargs``'s
+    ``eps`` (written as ``eps``). Each train record after the first also has
+    ``env_steps_per_s`` and ``updates_per_s`` since the previous one (wall clock,
+    evaluations included; the first has no start to count from in a resumed run).
     """
     pending: list[dict[str, Any]] = []
     pending_reward_model: list[dict[str, Any]] = []
     last_written = 0
+    last_time, last_env_step = time.perf_counter(), None  # of the previous train record
 
     def _log(ctx: OnlineRLContext) -> None:
-        nonlocal last_written
+        nonlocal last_written, last_time, last_env_step
         if isinstance(ctx.train_output, list):
             pending.extend(ctx.train_output)
         if ctx.reward_model_output:
             pending_reward_model.append(ctx.reward_model_output)
         if pending and ctx.train_iter - last_written >= train_show_freq:
-            reward_model = _scalar_means(pending_reward_model) if pending_reward_model else {}
-            episodes = {f"train_{k}": v for k, v in (ctx.collect_episode_stats or {}).items()}
-            writer.write("train", ctx.env_step,
-                         {"train_iter": ctx.train_iter, **_scalar_means(pending), **reward_model, **episodes})
+            now = time.perf_counter()
+            record: dict[str, Any] = {
+                "train_iter": ctx.train_iter,
+                **_scalar_means(pending),
+                **(_scalar_means(pending_reward_model) if pending_reward_model else {}),
+                **{f"train_{k}": v for k, v in (ctx.collect_episode_stats or {}).items()},
+            }
+            if last_env_step is not None:
+                elapsed = max(now - last_time, 1e-9)
+                record["env_steps_per_s"] = (ctx.env_step - last_env_step) / elapsed
+                record["updates_per_s"] = (ctx.train_iter - last_written) / elapsed
+            if "eps" in ctx.collect_kwargs:
+                record["eps"] = float(ctx.collect_kwargs["eps"])
+            writer.write("train", ctx.env_step, record)
             pending.clear()
             pending_reward_model.clear()
-            last_written = ctx.train_iter
+            last_written, last_time, last_env_step = ctx.train_iter, now, ctx.env_step
         if ctx.eval_value is not None:
             returns = ctx.eval_output["episode_return"]
             writer.write("eval", ctx.env_step, {
