@@ -1,2 +1,13 @@
 """rlpipe: off-policy reinforcement learning as a pipeline of small middleware."""
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "load"]
+
+
+def __getattr__(name: str) -> object:
+    """``rlpipe.load`` without importing torch and the envs at ``import rlpipe``."""
+    if name == "load":
+        from rlpipe.entry.agent import load
+
+        return load
+    raise AttributeError(f"module 'rlpipe' has no attribute {name!r}")

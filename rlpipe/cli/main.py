@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("run_dir", type=Path)
     evaluate.add_argument("--episodes", type=_positive_int, default=None,
                           help="episodes (default env.n_evaluator_episode)")
-    evaluate.add_argument("--checkpoint", type=Path, default=None, help="checkpoint file (default: best)")
+    evaluate.add_argument("--checkpoint", default=None,
+                          help="best, final or a checkpoint file (default: best, else final)")
 
     sub.add_parser("presets", help="list the built-in presets")
 

@@ -127,7 +127,8 @@ def _run_pipeline(
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         use_training_pipeline(task, parts)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
-                           keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model))
+                           keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
+                           config=cfg.model_dump(mode="json")))
         task.use(online_logger(writer, cfg.run.log_freq))
         task.use(tracker)
         task.use(show)

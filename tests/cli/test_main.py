@@ -44,6 +44,19 @@ def test_eval_reloads_the_best_checkpoint(trained_run, capsys):
     assert result["episodes"] == 3 and 8 <= result["return_mean"] <= 500
 
 
+@pytest.mark.parametrize("checkpoint", ["best", "final", "ckpt/final.pth.tar"])
+def test_eval_takes_checkpoint_names_or_a_path(trained_run, capsys, checkpoint):
+    if checkpoint.endswith(".pth.tar"):
+        checkpoint = str(trained_run / checkpoint)
+    assert main(["eval", str(trained_run), "--episodes", "2", "--checkpoint", checkpoint]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_eval_names_a_missing_checkpoint(trained_run, capsys):
+    err = one_line_error(capsys, ["eval", str(trained_run), "--checkpoint", "nope.pth.tar"])
+    assert "no checkpoint file nope.pth.tar" in err
+
+
 def test_plot_draws_a_png(trained_run, tmp_path):
     out = tmp_path / "curve.png"
     assert main(["plot", str(trained_run), "--out", str(out)]) == 0

@@ -1,6 +1,7 @@
 """Checkpoint saver middleware, and the state a checkpoint holds."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,12 @@ def buffer_file(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.name.removesuffix(CKPT_SUFFIX) + BUFFER_SUFFIX)
 
 
-def checkpoint_state(policy: Any, ctx: OnlineRLContext, reward_model: Any | None = None) -> dict[str, Any]:
+def checkpoint_state(
+    policy: Any, ctx: OnlineRLContext, reward_model: Any | None = None, config: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """What a checkpoint holds: the policy's whole state, the pipeline's counters, torch's RNG,
-    and a learned reward model's state when there is one."""
+    a learned reward model's state when there is one, and the run's resolved config (plain
+    data) when given, so that the file alone can rebuild the policy (``rlpipe.load``)."""
     state = {
         "policy": policy.state_dict(),
         "counters": {name: getattr(ctx, name) for name in COUNTERS},
@@ -31,6 +35,8 @@ def checkpoint_state(policy: Any, ctx: OnlineRLContext, reward_model: Any | None
     }
     if reward_model is not None:
         state["reward_model"] = reward_model.state_dict()
+    if config is not None:
+        state["config"] = dict(config)
     return state
 
 
@@ -67,14 +73,15 @@ class CkptSaver:
     buffer beside the checkpoint (see :func:`buffer_file`; only the newest is kept), so that a
     run can be resumed whole. ``keep_last``: keep only that many periodic checkpoints, the
     newest (None: all of them). ``reward_model``: a learned reward model saved in every
-    checkpoint with the policy.
+    checkpoint with the policy. ``config``: the run's resolved config as plain data (JSON
+    types), saved in every checkpoint.
 
     Reads ``ctx.train_iter``, ``ctx.eval_value``, ``ctx.last_save_iter``; writes ``ctx.last_save_iter``.
     """
 
     def __init__(self, policy: Any, save_dir: str | Path, train_freq: int | None = None,
                  save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None,
-                 reward_model: Any | None = None) -> None:
+                 reward_model: Any | None = None, config: Mapping[str, Any] | None = None) -> None:
         if keep_last is not None and keep_last < 1:
             raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {keep_last}")
         self._policy = policy
@@ -84,18 +91,19 @@ class CkptSaver:
         self._save_finish = save_finish
         self._buffer = buffer_
         self._reward_model = reward_model
+        self._config = config
         best = self._dir / "eval.pth.tar"
         self._best_eval = load_checkpoint(best)["counters"]["last_eval_value"] if best.is_file() else float("-inf")
 
     def _save(self, ctx: OnlineRLContext, name: str, with_buffer: bool) -> None:
         path = self._dir / name
         if not (with_buffer and self._buffer is not None):
-            save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model), path)
+            save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model, self._config), path)
             return
         self._dir.mkdir(parents=True, exist_ok=True)
         stale = [p for p in self._dir.glob(f"*{BUFFER_SUFFIX}") if p != buffer_file(path)]
         self._buffer.save_data(str(buffer_file(path)))
-        save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model), path)
+        save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model, self._config), path)
         for old in stale:  # one buffer copy on disk: the newest checkpoint's
             old.unlink(missing_ok=True)
 

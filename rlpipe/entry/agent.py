@@ -1,0 +1,124 @@
+"""Use a trained policy outside training: ``agent = rlpipe.load(path)``, ``agent.predict(obs)``.
+
+``predict`` takes what the environment itself gives (one observation or a batch; a dict for
+dict-observation envs) and returns what it takes (actions in its own action space). The
+conversions are the ones training used: the observation and action wrappers of the env
+factory (goal flattening, MiniGrid image flattening, ``RescaleAction``) are applied by
+calling their ``observation``/``action`` methods, so a run and its agent can never disagree.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlpipe.config import Config, load_config
+from rlpipe.entry.build import make_env_factory, make_policy
+from rlpipe.entry.evaluate import best_checkpoint
+from rlpipe.policy import Policy
+from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint
+
+
+def _wrappers(env: gym.Env) -> list[gym.Env]:
+    """``env``'s wrapper stack, outermost first."""
+    stack = []
+    while isinstance(env, gym.Wrapper):
+        stack.append(env)
+        env = env.env
+    return stack
+
+
+class Agent:
+    """A policy with its config, ready to act: :meth:`predict` maps env observations to env actions."""
+
+    def __init__(self, cfg: Config, policy: Policy) -> None:
+        self.cfg = cfg
+        self.policy = policy
+        env = make_env_factory(cfg)()
+        try:
+            stack = _wrappers(env)
+            self.observation_space: gym.Space = env.unwrapped.observation_space
+            """The env's own observation space (what :meth:`predict` takes)."""
+            self.action_space: gym.Space = env.unwrapped.action_space
+            """The env's own action space (what :meth:`predict` returns)."""
+            self._observation_wrappers = [w for w in reversed(stack) if isinstance(w, gym.ObservationWrapper)]
+            self._action_wrappers = [w for w in stack if isinstance(w, gym.ActionWrapper)]
+        finally:
+            env.close()
+
+    def predict(self, obs: Any, deterministic: bool = True) -> np.ndarray:
+        """Actions for one observation (returns one action) or a batch (returns ``[N, ...]``).
+
+        ``deterministic=False`` acts as in training: SAC samples, TD3/DDPG add their noise, DQN
+        is epsilon-greedy with ``policy.other.eps.end``.
+        """
+        rows, single = self._rows(obs)
+        policy_obs = np.stack([self._to_policy(row) for row in rows]).astype(np.float32, copy=False)
+        if deterministic:
+            actions = self.policy.eval_mode.forward(policy_obs)
+        elif self.cfg.policy.type == "dqn":
+            actions = self.policy.collect_mode.forward(policy_obs, eps=self.cfg.policy.other.eps.end)
+        else:
+            actions = self.policy.collect_mode.forward(policy_obs)
+        env_actions = [self._to_env(action) for action in actions]
+        return env_actions[0] if single else np.stack(env_actions)
+
+    def _rows(self, obs: Any) -> tuple[Sequence[Any], bool]:
+        """Split ``obs`` into single observations; also say whether it was one."""
+        space = self.observation_space
+        if isinstance(space, gym.spaces.Dict):
+            if isinstance(obs, Mapping):
+                key = next(iter(space.spaces))
+                batched = np.ndim(obs[key]) > len(space[key].shape or ())
+                if not batched:
+                    return [obs], True
+                return [{k: np.asarray(v)[i] for k, v in obs.items()} for i in range(len(obs[key]))], False
+            return list(obs), False
+        array = np.asarray(obs)
+        shape = space.shape or ()
+        if array.shape == shape:
+            return [array], True
+        if array.shape[1:] == shape:
+            return list(array), False
+        raise ValueError(f"predict expects an observation of shape {shape} or a batch [N, *{shape}], "
+                         f"got shape {array.shape}")
+
+    def _to_policy(self, obs: Any) -> np.ndarray:
+        for wrapper in self._observation_wrappers:  # innermost first, as the env applies them
+            obs = wrapper.observation(obs)
+        return np.asarray(obs, dtype=np.float32)
+
+    def _to_env(self, action: Any) -> Any:
+        for wrapper in self._action_wrappers:  # outermost first: the policy's action goes in at the top
+            action = wrapper.action(action)
+        return action
+
+
+def load(path: str | Path) -> Agent:
+    """The agent of a run directory (its best checkpoint, else its final one) or of a checkpoint file.
+
+    A checkpoint written by ``rlpipe train`` carries its resolved config, so a lone
+    ``.pth.tar`` is enough; older checkpoints fall back to the ``config.yaml`` of the run
+    directory they sit in.
+    """
+    path = Path(path)
+    if path.is_dir():
+        checkpoint = best_checkpoint(path)
+    elif path.is_file():
+        checkpoint = path
+    else:
+        raise FileNotFoundError(f"no run directory or checkpoint at {path}")
+    state = load_checkpoint(checkpoint)
+    if "config" in state:
+        cfg = load_config(state["config"])
+    else:
+        config_path = checkpoint.parent.parent / "config.yaml"
+        if not config_path.is_file():
+            raise CheckpointError(f"checkpoint {checkpoint} holds no config and there is no {config_path}")
+        cfg = load_config(config_path)
+    policy = make_policy(cfg)
+    policy.load_state_dict(state["policy"])
+    return Agent(cfg, policy)

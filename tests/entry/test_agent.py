@@ -1,0 +1,77 @@
+"""``rlpipe.load(path).predict(obs)``: a trained run used outside training."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rlpipe
+from rlpipe.cli.main import main
+from rlpipe.config import load_config
+from rlpipe.entry.agent import Agent
+from rlpipe.entry.build import make_policy
+
+COMMON = ["run.progress=false", "policy.collect.n_sample=32", "policy.learn.batch_size=16",
+          "policy.eval.evaluator.eval_freq=20", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
+          "run.save_freq=1000", "run.log_freq=10", "run.max_env_step=128"]
+SMALL_NET = ["policy.model.encoder_hidden_size_list=[16,16]"]
+RUNS = {
+    "cartpole-dqn": ["policy.learn.update_per_collect=2"],
+    "pendulum-sac": ["policy.random_collect_size=32", *SMALL_NET],
+    "bitflip-her-dqn": ["env.env_kwargs.n_bits=4", "policy.collect.n_episode=2", "env.n_evaluator_episode=2"],
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run(request, tmp_path_factory) -> tuple[str, Path]:
+    preset = request.param
+    run_dir = tmp_path_factory.mktemp("agent") / preset
+    assert main(["train", preset, *COMMON, *RUNS[preset], "--run-dir", str(run_dir)]) == 0
+    return preset, run_dir
+
+
+def stack(observations: list) -> object:
+    """A batch of env observations, as a vector env would give them."""
+    if isinstance(observations[0], dict):
+        return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+    return np.stack(observations)
+
+
+def test_predict_maps_one_observation_and_a_batch_to_actions_of_the_env(run):
+    _, run_dir = run
+    agent = rlpipe.load(run_dir)
+    env = gym.make(agent.cfg.env.env_id, **agent.cfg.env.env_kwargs)
+    observations = [env.reset(seed=i)[0] for i in range(5)]
+    single = agent.predict(observations[0])
+    assert env.action_space.contains(np.asarray(single, dtype=env.action_space.dtype))
+    batch = agent.predict(stack(observations))
+    assert len(batch) == 5
+    assert all(env.action_space.contains(np.asarray(a, dtype=env.action_space.dtype)) for a in batch)
+    assert np.array_equal(batch[0], single)  # deterministic by default
+    _, reward, *_ = env.step(single)  # the env takes the action as it is
+    assert np.isfinite(reward)
+    env.close()
+
+
+def test_a_lone_checkpoint_is_enough(run, tmp_path):
+    _, run_dir = run
+    lone = tmp_path / "agent.pth.tar"
+    lone.write_bytes((run_dir / "ckpt" / "final.pth.tar").read_bytes())
+    agent = rlpipe.load(lone)
+    reference = rlpipe.load(run_dir / "ckpt" / "final.pth.tar")
+    observation = agent.observation_space.sample()
+    assert np.array_equal(agent.predict(observation), reference.predict(observation))
+
+
+def test_predict_names_a_wrong_observation_shape():
+    cfg = load_config("cartpole-dqn", ["policy.model.obs_shape=4", "policy.model.action_shape=2"])
+    agent = Agent(cfg, make_policy(cfg))
+    with pytest.raises(ValueError, match=r"shape \(4,\) or a batch \[N, \*\(4,\)\], got shape \(3,\)"):
+        agent.predict(np.zeros(3, dtype=np.float32))
+
+
+def test_load_names_a_missing_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no run directory or checkpoint at"):
+        rlpipe.load(tmp_path / "nothing")
