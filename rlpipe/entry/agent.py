@@ -22,7 +22,7 @@ from rlpipe.policy import Policy
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint
 
 
-def _wrappers(env: gym.Env) -> list[gym.Env]:
+def _wrappers(env: gym.Env) -> list[gym.Wrapper]:
     """``env``'s wrapper stack, outermost first."""
     stack = []
     while isinstance(env, gym.Wrapper):
