@@ -60,8 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", type=Path, default=Path("learning_curve.png"))
     plot.add_argument("--title", default=None)
     plot.add_argument("--ylabel", default=None, help="e.g. 'success rate' for bit flip (default: the metric's name)")
-    plot.add_argument("--metric", default="return_mean",
-                      help="key of metrics.jsonl to draw: return_mean (evaluation, default), train_success_rate, "
+    plot.add_argument("--metric", default=None,
+                      help="key of metrics.jsonl to draw (default: the run's evaluation figure, return_mean or "
+                      "success_rate): train_success_rate, "
                       "train_episode_return_mean, intrinsic_reward_mean, ...")
     return parser
 

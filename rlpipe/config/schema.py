@@ -21,7 +21,13 @@ class EnvConfig(_Strict):
     collector_env_num: PositiveInt = Field(8, description="Environments stepped together by the collector.")
     evaluator_env_num: PositiveInt = Field(5, description="Environments stepped together by the evaluator.")
     n_evaluator_episode: PositiveInt = Field(10, description="Episodes per evaluation.")
-    stop_value: float = Field(475.0, description="Mean evaluation return at which training stops.")
+    stop_value: float = Field(475.0, description="Evaluation figure (env.eval_metric) at which training stops.")
+    eval_metric: Literal["auto", "return", "success_rate"] = Field(
+        "auto",
+        description="The evaluation figure stop_value and summary.json use: the mean return, or the share of "
+        "episodes with info['is_success']; auto: success_rate for goal envs (dict observations with a "
+        "desired_goal) that report success, else return.",
+    )
     max_episode_steps: PositiveInt | None = Field(None, description="Override of the env's time limit.")
     asynchronous: bool = Field(False, description="Run each environment in its own subprocess.")
     step_timeout: PositiveFloat | None = Field(
@@ -41,6 +47,9 @@ class ModelConfig(_Strict):
         description="Hidden layer sizes of the MLPs (dqn: the Q network; sac, td3, ddpg: the actor and each critic).",
     )
     dueling: bool = Field(False, description="Use a dueling (value + advantage) head.")
+    obs_norm: bool = Field(
+        False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg)."
+    )
 
 
 class LearnConfig(_Strict):
@@ -248,6 +257,9 @@ class Config(_Strict):
     def _settings_work_together(self) -> Config:
         """Reject combinations that would crash mid-run or be silently ignored."""
         policy = self.policy
+        if policy.model.obs_norm and policy.type not in CONTINUOUS_POLICY_TYPES:
+            raise ValueError(f"policy.model.obs_norm is for {', '.join(CONTINUOUS_POLICY_TYPES)}, "
+                             f"not policy.type '{policy.type}'")
         if policy.other.her is not None:
             if policy.collect.n_episode is None:
                 raise ValueError("policy.other.her needs policy.collect.n_episode (HER collects whole episodes)")

@@ -15,7 +15,8 @@ import torch
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.schema import CONTINUOUS_POLICY_TYPES
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
-from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
+from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_layout
+from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
@@ -122,17 +123,48 @@ def make_buffer(cfg: Config) -> DequeBuffer:
     return buffer
 
 
+def probe_goal_layout(cfg: Config) -> GoalLayout | None:
+    """The :class:`GoalLayout` of ``cfg``'s env when it is a goal env (dict observations with a
+    desired goal), else None; read from one env, made and closed here."""
+    probe = make_env_factory(cfg)()
+    try:
+        return find_goal_layout(probe)
+    finally:
+        probe.close()
+
+
+def _goal_env_reporting_success(cfg: Config) -> bool:
+    """Whether ``cfg``'s env is a goal env whose steps report success (one env, reset and stepped
+    once with a random action, then closed)."""
+    probe = make_env_factory(cfg)()
+    try:
+        if find_goal_layout(probe) is None:
+            return False
+        probe.reset(seed=cfg.seed)
+        probe.action_space.seed(cfg.seed)
+        info = probe.step(probe.action_space.sample())[-1]
+        return any(key in info for key in SUCCESS_KEYS)
+    finally:
+        probe.close()
+
+
+def resolve_eval_metric(cfg: Config) -> Config:
+    """``cfg`` with ``env.eval_metric`` ``auto`` made concrete: success_rate for goal envs that
+    report success (``info['is_success']``), else return."""
+    if cfg.env.eval_metric != "auto":
+        return cfg
+    resolved = cfg.model_copy(deep=True)
+    resolved.env.eval_metric = "success_rate" if _goal_env_reporting_success(cfg) else "return"
+    return resolved
+
+
 def make_her_reward_model(cfg: Config) -> HerRewardModel:
     """HER relabelling for ``cfg.policy.other.her``: bit-flip style observations by default, or
     through a goal environment's own ``compute_reward`` when the env observes a goal dict."""
     her = cfg.policy.other.her
     if her is None:
         raise ConfigError("config key 'policy.other.her' must be set to use hindsight experience replay")
-    probe = make_env_factory(cfg)()
-    try:
-        layout = find_goal_layout(probe)
-    finally:
-        probe.close()
+    layout = probe_goal_layout(cfg)
     if layout is None:
         return HerRewardModel(her)
     return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
@@ -160,7 +192,8 @@ def make_reward_model(cfg: Config) -> IntrinsicRewardModel | None:
 class Parts:
     """What a training pipeline is made of, built from one config (:func:`build_parts`).
 
-    ``cfg`` is the config with the model's sizes filled in from the environment. Use it as a
+    ``cfg`` is the config with the model's sizes and ``env.eval_metric`` filled in from the
+    environment. Use it as a
     context manager to close the environments at the end.
     """
 
@@ -195,7 +228,7 @@ def build_parts(cfg: Config) -> Parts:
     seed_everything(cfg.seed, cfg.run.torch_threads)
     collector_env, evaluator_env = make_envs(cfg)
     try:
-        cfg = fill_model_shapes(cfg, collector_env)
+        cfg = resolve_eval_metric(fill_model_shapes(cfg, collector_env))
         her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
         policy = make_policy(cfg)
         reward_model = make_reward_model(cfg)

@@ -22,6 +22,8 @@ class RunSummary:
     wall_time_s: float = 0.0
     updates_per_env_step: float | None = None
     """Gradient updates per collected env step (the replay ratio; None for episode collection)."""
+    eval_metric: str = "return"
+    """What ``best_eval_return`` and ``last_eval_return`` hold: the mean return or the success rate."""
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2) + "\n")
@@ -36,10 +38,12 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
     """Middleware keeping a :class:`RunSummary` up to date (reads counters and ``ctx.eval_value``)."""
 
     def __init__(
-        self, stop_value: float, earlier: RunSummary | None = None, updates_per_env_step: float | None = None
+        self, stop_value: float, earlier: RunSummary | None = None, updates_per_env_step: float | None = None,
+        eval_metric: str = "return",
     ) -> None:
         self.summary = earlier if earlier is not None else RunSummary()
         self.summary.updates_per_env_step = updates_per_env_step
+        self.summary.eval_metric = eval_metric
         self._stop_value = stop_value
         self._start = time.perf_counter() - self.summary.wall_time_s  # a resumed run keeps counting
 

@@ -75,7 +75,9 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
     """One line saying what trains where and how often it learns (the replay ratio)."""
     policy, ratio = cfg.policy, cfg.updates_per_env_step
     if ratio is None:
-        updates = f"{policy.learn.update_per_collect} gradient updates per {policy.collect.n_episode} episodes"
+        episodes = policy.collect.n_episode
+        updates = (f"{policy.learn.update_per_collect} gradient updates per "
+                   f"{'episode' if episodes == 1 else f'{episodes} episodes'}")
     else:
         updates = (
             f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
@@ -85,7 +87,7 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
 
 
 def train(
-    cfg: Config, run_dir: Path, resume: bool = False, announce: Callable[[str], None] | None = None
+    cfg: Config, run_dir: str | Path, resume: bool = False, announce: Callable[[str], None] | None = None
 ) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
 
@@ -95,6 +97,7 @@ def train(
     pipeline runs on a :class:`Task` of its own, so other tasks in the process are untouched.
     ``announce`` gets :func:`describe_run`'s line once the checks have passed.
     """
+    run_dir = Path(run_dir)
     with build_parts(cfg) as parts:
         earlier = ResumePoint.find(run_dir) if resume else None
         if earlier is None:
@@ -103,7 +106,8 @@ def train(
             announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
         tracker = summary_tracker(
-            parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.updates_per_env_step
+            parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.updates_per_env_step,
+            parts.cfg.env.eval_metric,
         )
         writer = MetricsWriter(run_dir)
         try:

@@ -11,14 +11,22 @@ WINDOW = 100
 """Finished episodes the figures are taken over (SB3's ``ep_rew_mean`` window)."""
 
 
+SUCCESS_KEYS = ("is_success", "success")
+"""Info keys of an episode's success: gymnasium-robotics' Fetch envs and most others report
+``is_success``, its maze envs (PointMaze, AntMaze) ``success``."""
+
+
 def final_success(info: Mapping[str, Any], rows: np.ndarray) -> np.ndarray | None:
-    """``is_success`` of the episodes that ended in ``rows`` (gymnasium's same-step ``final_info``),
-    or None when the env does not report it for all of them."""
+    """Success (see :data:`SUCCESS_KEYS`) of the episodes that ended in ``rows`` (gymnasium's
+    same-step ``final_info``), or None when the env does not report it for all of them."""
     final = info.get("final_info")
-    if not isinstance(final, Mapping) or "is_success" not in final:
+    if not isinstance(final, Mapping):
         return None
-    reported = np.asarray(final.get("_is_success", np.ones(len(final["is_success"]), dtype=bool)))[rows]
-    return np.asarray(final["is_success"], dtype=bool)[rows] if reported.all() else None
+    key = next((key for key in SUCCESS_KEYS if key in final), None)
+    if key is None:
+        return None
+    reported = np.asarray(final.get(f"_{key}", np.ones(len(final[key]), dtype=bool)))[rows]
+    return np.asarray(final[key], dtype=bool)[rows] if reported.all() else None
 
 
 class FinishedEpisode(NamedTuple):

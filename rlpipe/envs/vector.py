@@ -36,6 +36,7 @@ from rlpipe.envs.minigrid import (
 )
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
+from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
 from rlpipe.errors import EnvironmentFailedError, MissingDependencyError
 from rlpipe.utils.batch import FAILED_STEP
 
@@ -68,6 +69,18 @@ def _kill_workers(env: AsyncVectorEnv) -> None:
     env.closed = True  # nothing left for close() or __del__ to do
 
 
+ENV_PACKAGES: tuple[tuple[tuple[str, ...], Callable[[str], None]], ...] = (
+    (MINIGRID_ID_PREFIXES, import_minigrid),
+    (ROBOTICS_ID_PREFIXES, import_robotics),
+)
+"""Env id prefixes of optional packages, and the function that imports each (registering its envs)."""
+
+
+def _package_importer(env_id: str) -> Callable[[str], None] | None:
+    """The importer of the optional package whose envs ``env_id`` names, if any."""
+    return next((importer for prefixes, importer in ENV_PACKAGES if env_id.startswith(prefixes)), None)
+
+
 def is_goal_env(env: gym.Env) -> bool:
     """Whether ``env`` observes a goal dict (``observation``, ``achieved_goal``, ``desired_goal``)."""
     space = env.observation_space
@@ -84,18 +97,19 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
 
     Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
     MiniGrid environments by :class:`FlattenMiniGridImage`, with ``is_success`` reported by
-    :class:`ReportMiniGridSuccess` (their ``MiniGrid-``/``BabyAI-`` ids import the optional
-    ``minigrid`` package, which registers them).
+    :class:`ReportMiniGridSuccess`. The ids of optional packages (:data:`ENV_PACKAGES`:
+    ``MiniGrid-``/``BabyAI-``, Gymnasium-Robotics' ``Fetch``, ``PointMaze_``, ...) import that
+    package, which registers them.
     A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
     the one place where actions meet the env's bounds, so policies, buffers and random
     collection all work in [-1, 1]. Every environment is recreated when it crashes
-    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid) is a one-line
+    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid, Gymnasium-Robotics) is a one-line
     :class:`MissingDependencyError` naming the extra to install.
     """
     register_envs()
-    needs_minigrid = env_id.startswith(MINIGRID_ID_PREFIXES)
-    if needs_minigrid:
-        import_minigrid(env_id)
+    import_package = _package_importer(env_id)
+    if import_package is not None:
+        import_package(env_id)
     if env_id not in gym.registry:
         import difflib
 
@@ -107,8 +121,8 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
         kwargs["max_episode_steps"] = max_episode_steps
 
     def make_one() -> gym.Env:
-        if needs_minigrid:  # again here: a spawned worker process starts with gymnasium's own registry
-            import_minigrid(env_id)
+        if import_package is not None:  # again here: a spawned worker process starts with gymnasium's own registry
+            import_package(env_id)
         try:
             env = gym.make(env_id, **kwargs)
         except gym.error.DependencyNotInstalled as err:

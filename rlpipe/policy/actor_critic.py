@@ -13,8 +13,11 @@ import torch
 from torch import nn
 
 from rlpipe.policy.base import PolicyMode
+from rlpipe.utils.running_stats import RunningMeanStd
 
 ArrayLike = np.ndarray | torch.Tensor
+OBS_NORM_CLIP = 5.0
+"""With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
 
 class ContinuousBatch(NamedTuple):
@@ -119,9 +122,17 @@ class ActorCriticPolicy(ABC):
     """The frame of SAC, TD3 and DDPG around their update rule.
 
     It reads the settings every actor-critic shares (``discount_factor``, ``nstep``, ``cuda``,
-    ``learn.grad_clip``, ``learn.target_theta``), owns the device, the update counter and the
-    generators, and wires the three modes. A subclass builds its networks and optimizers,
-    names each checkpointed one in :attr:`checkpointed`, and defines the three ``_forward_*``.
+    ``learn.grad_clip``, ``learn.target_theta``, ``model.obs_norm``), owns the device, the update
+    counter, the generators and the observation statistics, and wires the three modes.
+
+    Observation normalisation (``model.obs_norm``; absent means off). Every network sees
+    observations normalised by running statistics of the observations of the learning
+    batches, updated before each update; with HER they include the relabelled goals, the
+    goals the critics learn about (as in the HER paper). Goal-reaching robots need it: their
+    positions differ by centimetres around a metre (SB3's zoo normalises for them too).
+
+    A subclass builds its networks and optimizers, names each checkpointed one in
+    :attr:`checkpointed`, and defines the three ``_forward_*``.
     """
 
     checkpointed: tuple[str, ...] = ()
@@ -135,6 +146,8 @@ class ActorCriticPolicy(ABC):
         self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
         self._train_iter = 0
         self._rng = Generators(seed, self._device)
+        obs_norm = bool(getattr(cfg.model, "obs_norm", False))
+        self._obs_stats = RunningMeanStd((check_model_cfg(cfg.model)[0],)) if obs_norm else None
         self.learn_mode = PolicyMode(self._forward_learn)
         self.collect_mode = PolicyMode(self._forward_collect)
         self.eval_mode = PolicyMode(self._forward_eval)
@@ -149,7 +162,20 @@ class ActorCriticPolicy(ABC):
         self._rng.seed(seed)
 
     def _obs(self, obs: ArrayLike) -> torch.Tensor:
-        return torch.as_tensor(obs, dtype=torch.float32, device=self._device)
+        """Observations as the networks see them: a float32 tensor, normalised with ``obs_norm``."""
+        return self._normalized(torch.as_tensor(obs, dtype=torch.float32, device=self._device))
+
+    def _normalized(self, obs: torch.Tensor) -> torch.Tensor:
+        return obs if self._obs_stats is None else self._obs_stats.normalize(obs, OBS_NORM_CLIP)
+
+    def _learn_batch(self, batch: Mapping[str, ArrayLike]) -> ContinuousBatch:
+        """The learning batch as tensors; with ``obs_norm`` its observations update the statistics
+        first, then both ``obs`` and ``next_obs`` are normalised."""
+        b = continuous_batch(batch, self._device, self._gamma, self._nstep)
+        if self._obs_stats is None:
+            return b
+        self._obs_stats.update(b.obs)
+        return b._replace(obs=self._normalized(b.obs), next_obs=self._normalized(b.next_obs))
 
     @abstractmethod
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...
@@ -161,17 +187,24 @@ class ActorCriticPolicy(ABC):
     def _forward_eval(self, obs: ArrayLike) -> np.ndarray: ...
 
     def state_dict(self) -> dict[str, Any]:
-        """Every part named in :attr:`checkpointed`, the update counter and both generators' states.
+        """Every part named in :attr:`checkpointed`, the update counter, both generators' states
+        and, with ``obs_norm``, the observation statistics.
 
         Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
         ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
         """
         state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
+        if self._obs_stats is not None:
+            state["obs_stats"] = self._obs_stats.state_dict()
         return {**state, "train_iter": self._train_iter, "rng": self._rng.state_dict()}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore everything :meth:`state_dict` returned."""
         for name in self.checkpointed:
             getattr(self, name).load_state_dict(state_dict[name])
+        if self._obs_stats is not None:
+            if "obs_stats" not in state_dict:
+                raise ValueError("the policy normalises observations (model.obs_norm) but the state has no obs_stats")
+            self._obs_stats.load_state_dict(state_dict["obs_stats"])
         self._train_iter = int(state_dict["train_iter"])
         self._rng.load_state_dict(state_dict["rng"])

@@ -41,7 +41,6 @@ from rlpipe.policy.actor_critic import (
     ActorCriticPolicy,
     ArrayLike,
     check_model_cfg,
-    continuous_batch,
     frozen,
     gradient_step,
     soft_update_,
@@ -150,7 +149,7 @@ class SACPolicy(ActorCriticPolicy):
     # ---- learning ----------------------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
         """One step of the critics, the actor, the temperature and the target critics."""
-        b = continuous_batch(batch, self._device, self._gamma, self._nstep)
+        b = self._learn_batch(batch)
         alpha = self.log_alpha.detach().exp()
 
         with torch.no_grad():

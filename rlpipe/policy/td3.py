@@ -32,7 +32,6 @@ from rlpipe.policy.actor_critic import (
     ActorCriticPolicy,
     ArrayLike,
     check_model_cfg,
-    continuous_batch,
     frozen,
     gradient_step,
     soft_update_,
@@ -124,7 +123,7 @@ class DeterministicActorCritic(ActorCriticPolicy):
     # ---- learning ----------------------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
         """One critic step; every ``actor_update_freq``-th call also an actor step and target updates."""
-        b = continuous_batch(batch, self._device, self._gamma, self._nstep)
+        b = self._learn_batch(batch)
 
         with torch.no_grad():
             next_action = self.target_actor(b.next_obs)

@@ -11,7 +11,7 @@ from rlpipe.reward_model.her import (
 from rlpipe.reward_model.icm import IcmRewardModel
 from rlpipe.reward_model.intrinsic import IntrinsicRewardModel
 from rlpipe.reward_model.rnd import RndRewardModel
-from rlpipe.reward_model.running_stats import RunningMeanStd
+from rlpipe.utils.running_stats import RunningMeanStd
 
 __all__ = [
     "HER_STRATEGIES",

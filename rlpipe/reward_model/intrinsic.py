@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from rlpipe.reward_model.base import BaseRewardModel
-from rlpipe.reward_model.running_stats import RunningMeanStd
+from rlpipe.utils.running_stats import RunningMeanStd
 
 OBS_CLIP = 5.0
 """Normalised observations are clipped to ``[-OBS_CLIP, OBS_CLIP]`` (as in the RND paper)."""

@@ -1,6 +1,7 @@
 """Learning curves as PNG, drawn from runs' ``metrics.jsonl``."""
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,15 +14,17 @@ class MetricNotFoundError(RlpipeError, ValueError):
 
 
 def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,
-              ylabel: str | None = None, metric: str = "return_mean") -> Path:
+              ylabel: str | None = None, metric: str | None = None) -> Path:
     """Plot ``metric`` against env steps, one line per run; returns ``out``.
 
     ``metric`` is a key of the records in ``metrics.jsonl``: ``return_mean`` (the mean
-    evaluation return, the default) or any training figure, e.g. ``train_success_rate`` or
-    ``intrinsic_reward_mean``. A run without it is a one-line :class:`MetricNotFoundError`
-    naming the keys it has.
+    evaluation return), ``success_rate`` (evaluation) or any training figure, e.g.
+    ``train_success_rate`` or ``intrinsic_reward_mean``. None: each run's own evaluation
+    figure (``success_rate`` where its ``summary.json`` says so, else ``return_mean``). A run
+    without it is a one-line :class:`MetricNotFoundError` naming the keys it has.
     """
-    curves = [_curve(Path(run_dir), metric) for run_dir in run_dirs]
+    metrics = [metric or _eval_metric_key(Path(run_dir)) for run_dir in run_dirs]
+    curves = [_curve(Path(run_dir), key) for run_dir, key in zip(run_dirs, metrics, strict=True)]
     try:
         import matplotlib
 
@@ -33,7 +36,8 @@ def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,
     for run_dir, (steps, values) in zip(run_dirs, curves, strict=True):
         ax.plot(steps, values, label=Path(run_dir).name)
     ax.set_xlabel("env steps")
-    ax.set_ylabel(ylabel or ("mean evaluation return" if metric == "return_mean" else metric))
+    names = {"return_mean": "mean evaluation return", "success_rate": "evaluation success rate"}
+    ax.set_ylabel(ylabel or " / ".join(names.get(key, key) for key in dict.fromkeys(metrics)))
     ax.grid(alpha=0.3)
     ax.legend()
     if title:
@@ -43,6 +47,13 @@ def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def _eval_metric_key(run_dir: Path) -> str:
+    """The metrics.jsonl key of the run's evaluation figure, as its summary.json names it."""
+    summary = run_dir / "summary.json"
+    eval_metric = json.loads(summary.read_text()).get("eval_metric") if summary.is_file() else None
+    return "success_rate" if eval_metric == "success_rate" else "return_mean"
 
 
 def _curve(run_dir: Path, metric: str) -> tuple[list[int], list[float]]:

@@ -12,6 +12,7 @@ import pytest
 
 from rlpipe.cli.main import main
 from rlpipe.data import DequeBuffer
+from tests.cli_errors import one_line_error
 
 TINY = ["run.max_env_step=400", "run.progress=false", "policy.collect.n_sample=40",
         "policy.learn.update_per_collect=2", "policy.learn.batch_size=16",
@@ -67,12 +68,6 @@ def test_presets_lists_builtin_presets(capsys):
     assert main(["presets"]) == 0
     assert "cartpole-dqn" in capsys.readouterr().out.split()
 
-
-def one_line_error(capsys, argv) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err
-    return err
 
 
 @pytest.mark.parametrize(

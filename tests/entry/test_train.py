@@ -9,7 +9,12 @@ from gymnasium import spaces
 
 from rlpipe.config import load_config
 from rlpipe.entry import train
+from rlpipe.entry.build import build_parts
 from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
+from rlpipe.framework import OnlineRLContext
+from rlpipe.framework.middleware import EpisodeCollector
+from rlpipe.utils.metrics import read_metrics
+from tests.goal_envs import POINT_ID
 
 GRID_ID = "rlpipe-test/GridGoal-v0"
 
@@ -69,6 +74,39 @@ def test_her_pipeline_relabels_through_the_envs_compute_reward(tmp_path):
     summary = train(cfg, tmp_path / "run")
     assert summary.env_step >= 200 and summary.train_iter > 0
     assert GridGoalEnv.batched_reward_calls - calls_before >= summary.train_iter  # one per relabelled batch
+
+
+POINT_SAC_HER = {
+    "env": {"env_id": POINT_ID, "collector_env_num": 2, "evaluator_env_num": 2, "n_evaluator_episode": 4,
+            "stop_value": 1.1},
+    "policy": {"type": "sac", "model": {"encoder_hidden_size_list": [16, 16], "obs_norm": True},
+               "collect": {"n_episode": 2}, "learn": {"update_per_collect": 4, "target_theta": 0.005},
+               "eval": {"evaluator": {"eval_freq": 8}},
+               "other": {"her": {"her_strategy": "future", "episode_size": 4, "relabel_prob": 0.8}}},
+    "run": {"max_env_step": 200, "progress": False},
+}
+
+
+def test_a_continuous_goal_env_gives_flat_episodes_with_box_actions():
+    with build_parts(load_config(POINT_SAC_HER)) as parts:
+        assert parts.cfg.env.eval_metric == "success_rate"  # auto, on a goal env
+        collector = EpisodeCollector(parts.cfg, parts.policy.collect_mode, parts.collector_env)
+        ctx = OnlineRLContext()
+        collector(ctx)
+    assert len(ctx.episodes) >= 2
+    for episode in ctx.episodes:
+        assert episode["obs"].shape == (10, 7) and episode["next_obs"].shape == (10, 7)  # 3 + 2 + 2
+        assert episode["action"].shape == (10, 2) and np.abs(episode["action"]).max() <= 1.0
+        assert episode["truncated"][-1] and not episode["terminated"].any()
+
+
+def test_sac_with_her_trains_on_a_continuous_goal_env_and_is_judged_by_success(tmp_path):
+    summary = train(load_config(POINT_SAC_HER), tmp_path / "run")
+    assert summary.env_step >= 200 and summary.train_iter > 0
+    assert summary.eval_metric == "success_rate"
+    evals = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"]
+    assert evals and all(0.0 <= r["success_rate"] <= 1.0 and r["return_mean"] <= 0.0 for r in evals)
+    assert summary.best_eval_return == max(r["success_rate"] for r in evals)
 
 
 def test_training_runs_on_subprocess_environments_with_a_step_timeout(tmp_path):

@@ -88,3 +88,18 @@ def test_register_envs_is_idempotent_and_makes_the_env():
     obs, _ = env.reset(seed=0)
     assert obs.shape == (8,)
     assert isinstance(env.unwrapped, BitFlipEnv) and env.unwrapped.n_bits == 4
+
+
+def test_continuous_actions_flip_every_bit_with_a_positive_component():
+    env = BitFlipEnv(n_bits=6, continuous=True)
+    check_env(BitFlipEnv(n_bits=4, continuous=True), skip_render_check=True)
+    assert env.action_space.shape == (6,) and env.action_space.dtype == np.float32
+    obs, _ = env.reset(seed=0)
+    nxt, *_ = env.step(np.array([0.5, -0.2, 1.0, 0.0, -1.0, 0.01], dtype=np.float32))
+    assert np.array_equal(np.flatnonzero(obs[:6] != nxt[:6]), [0, 2, 5])
+    state, goal = _split(nxt, 6)
+    _, reward, terminated, _, info = env.step(np.where(state != goal, 1.0, -1.0))  # flip exactly the wrong bits
+    assert reward == 1.0 and terminated and info == {"is_success": True}
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action of shape \(3,\) is not in Box\(-1, 1, \(6,\)\)"):
+        env.step(np.zeros(3))

@@ -1,4 +1,3 @@
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -7,51 +6,7 @@ from gymnasium import spaces
 
 from rlpipe.envs.goal import FlattenGoalObservation, GoalLayout
 from rlpipe.reward_model import HerRewardModel
-
-
-class PointGoalEnv(gym.Env):
-    """A point on a plane that must reach a target: the smallest dict-observation goal env.
-
-    observation = (x, y, step fraction), achieved_goal = (x, y), desired_goal = the target.
-    The reward follows the robotics convention: 0 within 0.1 of the target, else -1.
-    """
-
-    def __init__(self) -> None:
-        box2 = spaces.Box(-5.0, 5.0, shape=(2,), dtype=np.float32)
-        self.observation_space = spaces.Dict(
-            {
-                "observation": spaces.Box(-5.0, 5.0, shape=(3,), dtype=np.float32),
-                "achieved_goal": box2,
-                "desired_goal": box2,
-            }
-        )
-        self.action_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
-        self.reward_calls = 0
-
-    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
-        self.reward_calls += 1
-        distance = np.linalg.norm(achieved_goal - desired_goal, axis=-1)
-        return -(distance > 0.1).astype(np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self._pos = self.np_random.uniform(-1, 1, 2).astype(np.float32)
-        self._target = self.np_random.uniform(-1, 1, 2).astype(np.float32)
-        self._t = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        self._pos = np.clip(self._pos + 0.2 * np.asarray(action, dtype=np.float32), -5, 5).astype(np.float32)
-        self._t += 1
-        reward = float(self.compute_reward(self._pos, self._target, {}))
-        return self._obs(), reward, False, self._t >= 10, {}
-
-    def _obs(self):
-        return {
-            "observation": np.array([*self._pos, self._t / 10], dtype=np.float32),
-            "achieved_goal": self._pos.copy(),
-            "desired_goal": self._target.copy(),
-        }
+from tests.goal_envs import PointGoalEnv
 
 
 def _episode(env: gym.Env, seed: int) -> dict[str, np.ndarray]:
@@ -109,28 +64,36 @@ def test_reward_goes_through_the_envs_compute_reward_batched():
     assert env.unwrapped.reward_calls == 1  # one vectorised call for the whole batch
 
 
-def test_her_relabels_through_the_goal_env():
+@pytest.mark.parametrize("strategy", ["final", "future", "episode"])
+def test_her_relabels_through_the_goal_envs_compute_reward(strategy):
     env = FlattenGoalObservation(PointGoalEnv())
     layout = env.layout
     her = HerRewardModel(
-        {"her_strategy": "future", "her_replay_k": 2},
+        {"her_strategy": strategy, "her_replay_k": 2},
         merge_func=layout.merge,
         split_func=layout.split,
         goal_reward_func=layout.reward,
         terminal_on_success=False,
     )
     episodes = [_episode(env, seed) for seed in range(3)]
+    calls = env.unwrapped.reward_calls
     batch = her.relabel_batch(episodes, np.random.default_rng(0))
+    assert env.unwrapped.reward_calls == calls + 1  # one vectorised call for the whole batch
     assert len(batch["obs"]) == 2 * 30
-    _, new_goal, _ = layout.split(batch["obs"])
+    state, new_goal, _ = layout.split(batch["obs"])
     _, next_goal, next_achieved = layout.split(batch["next_obs"])
     np.testing.assert_array_equal(new_goal, next_goal)
-    achieved_pool = np.concatenate([layout.split(ep["next_obs"])[2] for ep in episodes])
-    assert all((achieved_pool == goal).all(axis=1).any() for goal in new_goal)
     expected = env.unwrapped.compute_reward(next_achieved, new_goal, {})
     np.testing.assert_array_equal(batch["reward"], expected)
-    assert (batch["reward"] == 0.0).sum() >= 60 // 10  # a goal taken at t itself is always reached
     assert not batch["terminated"].any()
+    # rows come episode by episode (10 steps each), copy-major: row r is step r % 10 of episode (r % 30) // 10
+    for row, goal in enumerate(new_goal):
+        episode, t = (row % 30) // 10, row % 10
+        achieved = layout.split(episodes[episode]["next_obs"])[2]  # the goals this episode reached, in order
+        np.testing.assert_array_equal(state[row], layout.split(episodes[episode]["obs"])[0][t])
+        reached_at = np.flatnonzero((achieved == goal).all(axis=1))
+        allowed = {"final": [9], "future": range(t, 10), "episode": range(10)}[strategy]
+        assert set(reached_at) & set(allowed), (strategy, row)
 
 
 def test_bad_goal_envs_and_sizes_are_one_clear_error():

@@ -286,3 +286,29 @@ def test_accepts_torch_tensors():
     out = policy.learn_mode.forward(batch)
     assert np.isfinite(out["total_loss"])
     assert policy.collect_mode.forward(batch["obs"]).shape == (16, ACT)
+
+
+def test_obs_norm_feeds_every_network_running_normalised_observations():
+    cfg = sac_cfg()
+    cfg.model.obs_norm = True
+    policy = make_policy(cfg)
+    batches = [make_batch(i, size=64) for i in range(3)]
+    for batch in batches:
+        batch["obs"] = 100.0 + 30.0 * batch["obs"]  # far from the unit scale the networks want
+        policy.learn_mode.forward(batch)
+    seen = np.concatenate([b["obs"] for b in batches]).astype(np.float64)
+    stats = policy.state_dict()["obs_stats"]
+    np.testing.assert_allclose(stats["mean"].numpy(), seen.mean(0), rtol=1e-9)
+    np.testing.assert_allclose(stats["var"].numpy(), seen.var(0), rtol=1e-9)
+    assert stats["count"] == 192
+
+    obs = np.concatenate([batches[0]["obs"][:4], np.full((1, OBS), 1e6, dtype=np.float32)])
+    normalised = ((obs - seen.mean(0)) / np.sqrt(seen.var(0) + 1e-8)).clip(-5, 5).astype(np.float32)
+    expected = policy.actor.deterministic(torch.as_tensor(normalised)).detach().numpy()
+    np.testing.assert_allclose(policy.eval_mode.forward(obs), expected, rtol=1e-5, atol=1e-6)
+
+    restored = make_policy(cfg, seed=5)
+    restored.load_state_dict(copy.deepcopy(policy.state_dict()))
+    np.testing.assert_array_equal(restored.eval_mode.forward(obs), policy.eval_mode.forward(obs))
+    with pytest.raises(ValueError, match="no obs_stats"):
+        restored.load_state_dict(make_policy().state_dict())

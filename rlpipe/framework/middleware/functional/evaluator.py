@@ -1,4 +1,4 @@
-"""Evaluation: run the greedy policy for whole episodes and report the mean return."""
+"""Evaluation: run the greedy policy for whole episodes and report the mean return or the success rate."""
 from __future__ import annotations
 
 import logging
@@ -8,7 +8,7 @@ import numpy as np
 
 from rlpipe.envs.episode_stats import FinishedEpisode
 from rlpipe.envs.vector import VectorEnvManager
-from rlpipe.errors import EnvironmentFailedError
+from rlpipe.errors import EnvironmentFailedError, RlpipeError
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
 from rlpipe.utils.batch import FAILED_STEP
@@ -63,7 +63,10 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
 class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middleware functions
     """Every ``eval_freq`` train iterations, evaluate; set ``ctx.finish`` once ``stop_value`` is reached.
 
-    Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (mean return),
+    The evaluation figure is the mean return, or the success rate when ``cfg.env.eval_metric``
+    is ``success_rate`` (:func:`rlpipe.entry.build.build_parts` resolves ``auto``; a config
+    without the key, as the seed's, means the return).
+    Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (that figure),
     ``ctx.eval_output`` (per-episode returns and lengths), ``ctx.last_eval_iter``,
     ``ctx.last_eval_value``. Evaluates at the first call too. With ``stop_on_solve=False``
     training goes on after ``stop_value`` is reached (to see whether the policy stays good).
@@ -76,17 +79,27 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
         self._eval_freq = cfg.policy.eval.evaluator.eval_freq
         self._n_episode = cfg.env.n_evaluator_episode
         self._stop_value = cfg.env.stop_value
+        self._by_success = getattr(cfg.env, "eval_metric", "return") == "success_rate"
         self._stop_on_solve = stop_on_solve
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         if ctx.last_eval_iter >= 0 and ctx.train_iter - ctx.last_eval_iter < self._eval_freq:
             return
         output = evaluate_episodes(self._policy, self._env, self._n_episode)
-        value = float(output["episode_return"].mean())
+        value = self._figure(output)
         ctx.eval_value = value
         ctx.eval_output = output
         ctx.last_eval_iter = ctx.train_iter
         ctx.last_eval_value = value
-        logger.info("eval at train_iter %d, env_step %d: mean return %.3f", ctx.train_iter, ctx.env_step, value)
+        logger.info("eval at train_iter %d, env_step %d: %s %.3f", ctx.train_iter, ctx.env_step,
+                    "success rate" if self._by_success else "mean return", value)
         if self._stop_on_solve and value >= self._stop_value:
             ctx.finish = True
+
+    def _figure(self, output: dict[str, np.ndarray]) -> float:
+        if not self._by_success:
+            return float(output["episode_return"].mean())
+        if "episode_success" not in output:
+            raise RlpipeError("env.eval_metric is success_rate but the env does not report info['is_success'] "
+                              "at the end of every episode; use env.eval_metric=return")
+        return float(output["episode_success"].mean())

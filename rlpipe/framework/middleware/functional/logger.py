@@ -68,7 +68,7 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
             writer.write("eval", ctx.env_step, {
                 "train_iter": ctx.train_iter,
                 "episodes": len(returns),
-                "return_mean": float(ctx.eval_value),
+                "return_mean": float(np.mean(returns)),
                 "return_std": float(np.std(returns)),
                 "episode_length_mean": float(np.mean(ctx.eval_output["episode_length"])),
                 **({"success_rate": float(np.mean(ctx.eval_output["episode_success"]))}
