@@ -62,7 +62,7 @@ def describe_config(
     every key a user can set appears.
     """
     for name, field in model.model_fields.items():
-        key = f"{prefix}{name}"
+        key = f"{prefix}{field.alias or name}"
         value = getattr(cfg, name) if cfg is not None else None
         section = _section(field.annotation)
         default = REQUIRED if field.is_required() else field.get_default(call_default_factory=True)

@@ -15,9 +15,27 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+class WrapperConfig(_Strict):
+    type: str = Field(description="A gymnasium.wrappers class name (FlattenObservation) or a dotted path.")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of the wrapper.")
+
+
 class EnvConfig(_Strict):
-    env_id: str = Field("CartPole-v1", description="Gymnasium environment id.")
+    # ``import`` is a Python keyword: the field is ``import_``, read and written as ``import``
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True)
+
+    env_id: str = Field(
+        "CartPole-v1", description="Gymnasium environment id; 'my_pkg.envs:MyEnv-v0' imports my_pkg.envs first."
+    )
     env_kwargs: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for gym.make.")
+    import_: list[str] = Field(
+        default_factory=list, alias="import",
+        description="Modules imported before gym.make (they register your environments).",
+    )
+    wrappers: list[WrapperConfig] = Field(
+        default_factory=list, description="Gymnasium wrappers applied right after gym.make, innermost first."
+    )
     collector_env_num: PositiveInt = Field(8, description="Environments stepped together by the collector.")
     evaluator_env_num: PositiveInt = Field(5, description="Environments stepped together by the evaluator.")
     n_evaluator_episode: PositiveInt = Field(10, description="Episodes per evaluation.")

@@ -34,7 +34,9 @@ def seed_everything(seed: int, torch_threads: int) -> None:
 
 def make_env_factory(cfg: Config) -> EnvFactory:
     """A factory of single environments as ``cfg.env`` describes them."""
-    return env_factory(cfg.env.env_id, cfg.env.env_kwargs, cfg.env.max_episode_steps)
+    env = cfg.env
+    return env_factory(env.env_id, env.env_kwargs, env.max_episode_steps, imports=env.import_,
+                       wrappers=[wrapper.model_dump() for wrapper in env.wrappers])
 
 
 def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -37,6 +37,7 @@ from rlpipe.envs.minigrid import (
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
 from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
+from rlpipe.envs.user_envs import apply_wrappers, import_env_modules, resolve_wrappers, split_module_id
 from rlpipe.errors import EnvironmentFailedError, MissingDependencyError
 from rlpipe.utils.batch import FAILED_STEP
 
@@ -91,9 +92,13 @@ def _bounded(space: gym.spaces.Box) -> bool:
     return bool(np.isfinite(space.low).all() and np.isfinite(space.high).all())
 
 
-def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None
-                ) -> EnvFactory:
+def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None,
+                imports: Sequence[str] = (), wrappers: Sequence[Mapping[str, Any]] = ()) -> EnvFactory:
     """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
+
+    Your own environments (:mod:`rlpipe.envs.user_envs`): ``imports`` are modules imported
+    first (they register envs), ``env_id`` may be ``module:EnvId``, and ``wrappers``
+    (``[{"type": ..., "kwargs": ...}]``) wrap each env right after ``gym.make``.
 
     Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
     MiniGrid environments by :class:`FlattenMiniGridImage`, with ``is_success`` reported by
@@ -107,6 +112,10 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
     :class:`MissingDependencyError` naming the extra to install.
     """
     register_envs()
+    module, env_id = split_module_id(env_id)
+    modules = [*imports, *([module] if module else [])]
+    import_env_modules(modules, "env.import" if module is None else "env.env_id")
+    user_wrappers = resolve_wrappers(wrappers)
     import_package = _package_importer(env_id)
     if import_package is not None:
         import_package(env_id)
@@ -121,7 +130,9 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
         kwargs["max_episode_steps"] = max_episode_steps
 
     def make_one() -> gym.Env:
-        if import_package is not None:  # again here: a spawned worker process starts with gymnasium's own registry
+        # again here: a spawned worker process starts with gymnasium's own registry
+        import_env_modules(modules)
+        if import_package is not None:
             import_package(env_id)
         try:
             env = gym.make(env_id, **kwargs)
@@ -130,6 +141,7 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
                 f"env '{env_id}' needs a package that is not installed ({str(err).strip().splitlines()[0]}); "
                 "MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
             ) from None
+        env = apply_wrappers(env, user_wrappers)
         if is_goal_env(env):
             env = FlattenGoalObservation(env)
         elif is_minigrid_env(env):
