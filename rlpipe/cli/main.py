@@ -8,12 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rlpipe.config import load_config, preset_names
 from rlpipe.errors import RlpipeError
+
+if TYPE_CHECKING:
+    from rlpipe.entry.summary import RunSummary
 
 USER_ERRORS: tuple[type[Exception], ...] = (RlpipeError, FileNotFoundError)
 
@@ -79,8 +84,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, overrides)
     run_dir = args.run_dir or default_run_dir(cfg)
     summary = train(cfg, run_dir, announce=_announce)
+    return _finish("train", run_dir, summary)
+
+
+def _finish(command: str, run_dir: Path, summary: RunSummary) -> int:
+    """Print the JSON summary; after a stop by signal, also one line on stderr and its exit status."""
     print(json.dumps({"run_dir": str(run_dir), **summary.__dict__}))
-    return 0
+    if summary.stopped_by is None:
+        return 0
+    print(f"rlpipe {command}: stopped by {summary.stopped_by} at env step {summary.env_step}; the final "
+          f"checkpoint is saved: continue with `rlpipe resume {run_dir}`", file=sys.stderr)
+    return 128 + signal.Signals[summary.stopped_by].value
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
@@ -91,8 +105,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.run_dir} is not a run directory (no config.yaml)")
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
     summary = train(load_config(config_path, overrides), args.run_dir, resume=True, announce=_announce)
-    print(json.dumps({"run_dir": str(args.run_dir), **summary.__dict__}))
-    return 0
+    return _finish("resume", args.run_dir, summary)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from rlpipe.framework.context import OnlineRLContext
 
@@ -24,9 +27,31 @@ class RunSummary:
     """Gradient updates per collected env step (the replay ratio; None for episode collection)."""
     eval_metric: str = "return"
     """What ``best_eval_return`` and ``last_eval_return`` hold: the mean return or the success rate."""
+    stopped_by: str | None = None
+    """The signal that stopped the run early (``SIGINT``, ``SIGTERM``); None when it ran to its end."""
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        """Write as JSON, atomically (a temporary file, then a rename): a kill never leaves half a file."""
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        os.replace(tmp, path)
+
+    def merge_evaluations(self, records: Iterable[Mapping[str, Any]], stop_value: float) -> None:
+        """Take best, last and solved from the evaluation records of ``metrics.jsonl``.
+
+        On resume they are the record of what happened: a run killed before it wrote its
+        summary, or after its latest checkpoint, has evaluations its summary does not know.
+        """
+        key = "success_rate" if self.eval_metric == "success_rate" else "return_mean"
+        for record in records:
+            if record.get("kind") == "eval" and key in record:
+                self._add_evaluation(float(record[key]), int(record["env_step"]), stop_value)
+
+    def _add_evaluation(self, value: float, env_step: int, stop_value: float) -> None:
+        self.last_eval_return = value
+        self.best_eval_return = max(value, self.best_eval_return if self.best_eval_return is not None else value)
+        if value >= stop_value and not self.solved:
+            self.solved, self.solved_env_step = True, env_step
 
     @classmethod
     def read(cls, path: Path) -> RunSummary:
@@ -35,16 +60,22 @@ class RunSummary:
 
 
 class summary_tracker:  # noqa: N801 - middleware are named like functions
-    """Middleware keeping a :class:`RunSummary` up to date (reads counters and ``ctx.eval_value``)."""
+    """Middleware keeping a :class:`RunSummary` up to date (reads counters and ``ctx.eval_value``).
+
+    With ``path``, the summary is written there after every evaluation, so a run that is
+    killed keeps its best and solved figures.
+    """
 
     def __init__(
         self, stop_value: float, earlier: RunSummary | None = None, updates_per_env_step: float | None = None,
-        eval_metric: str = "return",
+        eval_metric: str = "return", path: Path | None = None,
     ) -> None:
         self.summary = earlier if earlier is not None else RunSummary()
         self.summary.updates_per_env_step = updates_per_env_step
         self.summary.eval_metric = eval_metric
+        self.summary.stopped_by = None
         self._stop_value = stop_value
+        self._path = path
         self._start = time.perf_counter() - self.summary.wall_time_s  # a resumed run keeps counting
 
     def __call__(self, ctx: OnlineRLContext) -> None:
@@ -53,7 +84,6 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
         s.wall_time_s = round(time.perf_counter() - self._start, 2)
         if ctx.eval_value is None:
             return
-        s.last_eval_return = ctx.eval_value
-        s.best_eval_return = max(ctx.eval_value, s.best_eval_return or float("-inf"))
-        if ctx.eval_value >= self._stop_value and not s.solved:
-            s.solved, s.solved_env_step = True, ctx.env_step
+        s._add_evaluation(ctx.eval_value, ctx.env_step, self._stop_value)
+        if self._path is not None:
+            s.write(self._path)

@@ -9,6 +9,7 @@ from typing import Any
 from rlpipe.config import Config, dump_config
 from rlpipe.entry.build import Parts, build_parts
 from rlpipe.entry.pipeline import use_training_pipeline
+from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, summary_tracker
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, Task
@@ -21,7 +22,7 @@ from rlpipe.framework.middleware import (
     restore_checkpoint,
 )
 from rlpipe.utils.checkpoint import load_checkpoint
-from rlpipe.utils.metrics import MetricsWriter
+from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
 
 class RunDirError(RlpipeError, ValueError):
@@ -105,23 +106,31 @@ def train(
         if announce is not None:
             announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
+        summary_path = run_dir / "summary.json"
         tracker = summary_tracker(
             parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.updates_per_env_step,
-            parts.cfg.env.eval_metric,
+            parts.cfg.env.eval_metric, summary_path,
         )
+        if earlier is not None:
+            tracker.summary.merge_evaluations(read_metrics(run_dir), parts.cfg.env.stop_value)
         writer = MetricsWriter(run_dir)
         try:
-            _run_pipeline(parts, run_dir, writer, tracker, earlier)
+            with graceful_stop() as stop:
+                _run_pipeline(parts, run_dir, writer, tracker, earlier, stop)
+            if stop.received is not None:
+                tracker.summary.stopped_by = stop.received.name
         finally:
             writer.close()
-            tracker.summary.write(run_dir / "summary.json")
+            tracker.summary.write(summary_path)
     return tracker.summary
 
 
 def _run_pipeline(
-    parts: Parts, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker, earlier: ResumePoint | None
+    parts: Parts, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker, earlier: ResumePoint | None,
+    stop: graceful_stop,
 ) -> None:
-    """Add checkpoints, logging and progress to the training pipeline and run until a stop condition."""
+    """Add checkpoints, logging and progress to the training pipeline and run until a stop condition
+    (``stop``, first in the pipeline, turns SIGINT and SIGTERM into one)."""
     cfg = parts.cfg
     ctx = OnlineRLContext()
     if earlier is not None:
@@ -129,6 +138,7 @@ def _run_pipeline(
         parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
+        task.use(stop)
         use_training_pipeline(task, parts)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
                            keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
