@@ -15,7 +15,7 @@ import torch
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.schema import CONTINUOUS_POLICY_TYPES
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
-from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_layout
+from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
@@ -106,7 +106,11 @@ POLICIES: dict[str, Callable[..., Policy]] = {
 
 
 def make_policy(cfg: Config) -> Policy:
-    """The policy named by ``cfg.policy.type`` (model shapes must be filled in)."""
+    """The policy named by ``cfg.policy.type`` (model shapes must be filled in); ``policy.cuda``
+    without a CUDA device is a one-line error, not a silent run on the CPU."""
+    if cfg.policy.cuda and not torch.cuda.is_available():
+        raise ConfigError(f"config key 'policy.cuda' is true but torch {torch.__version__} sees no CUDA device; "
+                          "set policy.cuda=false")
     return POLICIES[cfg.policy.type](cfg.policy, seed=cfg.seed)
 
 
@@ -123,16 +127,6 @@ def make_buffer(cfg: Config) -> DequeBuffer:
             IS_weight_anneal_train_iter=replay.IS_weight_anneal_train_iter,
         ))
     return buffer
-
-
-def probe_goal_layout(cfg: Config) -> GoalLayout | None:
-    """The :class:`GoalLayout` of ``cfg``'s env when it is a goal env (dict observations with a
-    desired goal), else None; read from one env, made and closed here."""
-    probe = make_env_factory(cfg)()
-    try:
-        return find_goal_layout(probe)
-    finally:
-        probe.close()
 
 
 def _goal_env_reporting_success(cfg: Config) -> bool:
@@ -166,8 +160,18 @@ def make_her_reward_model(cfg: Config) -> HerRewardModel:
     her = cfg.policy.other.her
     if her is None:
         raise ConfigError("config key 'policy.other.her' must be set to use hindsight experience replay")
-    layout = probe_goal_layout(cfg)
-    if layout is None:
+    probe = make_env_factory(cfg)()
+    try:
+        layout = find_goal_layout(probe)
+        has_goals = layout is not None or callable(getattr(probe.unwrapped, "compute_reward", None))
+    finally:
+        probe.close()
+    if not has_goals:
+        raise ConfigError(
+            f"policy.other.her needs a goal env; env '{cfg.env.env_id}' has no compute_reward(achieved_goal, "
+            "desired_goal, info) (a dict-observation goal env, or a flat one like rlpipe/BitFlip-v0)"
+        )
+    if layout is None:  # a flat goal env: [state | goal] halves, as rlpipe/BitFlip-v0
         return HerRewardModel(her)
     return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
                           goal_reward_func=layout.reward, terminal_on_success=False)

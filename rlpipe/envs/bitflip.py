@@ -77,6 +77,10 @@ class BitFlipEnv(gym.Env[np.ndarray, Any]):
         truncated = not success and self._steps >= self.n_bits
         return self._observation(), float(success), success, truncated, {"is_success": success}
 
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        """The goal-env reward, vectorised over leading axes: 1.0 where all bits match, else 0.0."""
+        return np.all(np.asarray(achieved_goal) == np.asarray(desired_goal), axis=-1).astype(np.float32)
+
     def _bits_to_flip(self, action: Any) -> Any:
         """The bit index (discrete) or the mask of bits (continuous) ``action`` flips."""
         if self.continuous:

@@ -13,6 +13,7 @@ Three deliberate differences from the seed's implementation:
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,36 @@ from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
 from rlpipe.framework.middleware.functional.trainer import trainer
 from rlpipe.framework.task import Role, call_middleware, role_gated
+
+logger = logging.getLogger(__name__)
+IDLE_ITERATIONS_WARNING = 100
+"""Iterations without training, while env steps are collected, after which a learner warns (once)."""
+
+
+class _IdleWatch:
+    """Warn once when a learner trains nothing for :data:`IDLE_ITERATIONS_WARNING` iterations in
+    a row while the collector goes on: its buffer gets no data (a pipeline without
+    ``data_pusher``, say). Warm-up (a buffer still smaller than a batch) ends long before."""
+
+    def __init__(self, learner: str) -> None:
+        self._learner = learner
+        self._idle = 0
+        self._first_env_step = 0
+        self._warned = False
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        if ctx.train_output:
+            self._idle = 0
+            return
+        if self._idle == 0:
+            self._first_env_step = ctx.env_step
+        self._idle += 1
+        collected = ctx.env_step - self._first_env_step
+        if self._idle >= IDLE_ITERATIONS_WARNING and collected > 0 and not self._warned:
+            logger.warning("%s has trained nothing for %d iterations while %d env steps were collected: "
+                           "no data reaches its buffer (is data_pusher in the pipeline?)",
+                           self._learner, self._idle, collected)
+            self._warned = True
 
 
 def _learn_rounds(
@@ -68,9 +99,11 @@ class OffPolicyLearner:
         self._fetcher = offpolicy_data_fetcher(cfg, buffer_)
         self._trainer = trainer(cfg, policy, log_freq=log_freq)
         self._reward_estimator = reward_estimator(cfg, reward_model) if reward_model is not None else None
+        self._idle_watch = _IdleWatch(type(self).__name__)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer, self._reward_estimator)
+        self._idle_watch(ctx)
 
 
 @role_gated(Role.LEARNER)
@@ -85,6 +118,8 @@ class HERLearner:
         self._update_per_collect = cfg.policy.learn.update_per_collect
         self._fetcher = her_data_enhancer(cfg, buffer_, her_reward_model)
         self._trainer = trainer(cfg, policy)
+        self._idle_watch = _IdleWatch(type(self).__name__)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer)
+        self._idle_watch(ctx)
