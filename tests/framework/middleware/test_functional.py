@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.envs.episode_stats import EpisodeStats
@@ -201,10 +203,23 @@ def test_progress_bar_shows_env_steps_eval_and_loss(capsys):
     ctx = OnlineRLContext()
     ctx.env_step, ctx.train_iter, ctx.last_eval_value = 40, 7, 12.5
     ctx.train_output = [{"total_loss": 0.25}]
-    with progress_bar(100, enabled=True) as show:
+    with progress_bar(100, enabled=True, console=Console(file=sys.stdout, force_terminal=True)) as show:
         show(ctx)
     out = capsys.readouterr().out
     assert "40/100" in out and "eval 12.5" in out and "loss 0.25" in out and "iter 7" in out
+
+
+def test_without_a_terminal_each_evaluation_is_one_line(capsys):
+    from rlpipe.framework.middleware import progress_bar
+
+    ctx = OnlineRLContext()
+    ctx.env_step, ctx.train_iter = 40, 7
+    with progress_bar(100, enabled=True, console=Console(file=sys.stdout, force_terminal=False)) as show:
+        show(ctx)  # no evaluation in this iteration: nothing
+        ctx.eval_value = 0.5
+        ctx.eval_output = {"episode_return": np.array([-10.0, -20.0]), "episode_success": np.array([True, False])}
+        show(ctx)
+    assert capsys.readouterr().out == "eval at env step 40/100 | iter 7 | mean return -15 | success rate 0.5\n"
 
 
 def test_online_logger_adds_throughput_epsilon_and_episode_figures(tmp_path):

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rlpipe.framework.context import OnlineRLContext
@@ -78,16 +79,38 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
     return _log
 
 
+def evaluation_line(ctx: OnlineRLContext, max_env_step: int) -> str:
+    """One line for an evaluation that just happened: where the run is and what it scored."""
+    output = ctx.eval_output
+    success = (f" | success rate {float(np.mean(output['episode_success'])):.3g}"
+               if "episode_success" in output else "")
+    return (f"eval at env step {ctx.env_step}/{max_env_step} | iter {ctx.train_iter} "
+            f"| mean return {float(np.mean(output['episode_return'])):.4g}{success}")
+
+
 @contextmanager
-def progress_bar(max_env_step: int, enabled: bool = True) -> Iterator[Callable[[OnlineRLContext], None]]:
-    """A middleware showing env steps against ``max_env_step``, the last eval return and the loss."""
+def progress_bar(
+    max_env_step: int, enabled: bool = True, console: Console | None = None
+) -> Iterator[Callable[[OnlineRLContext], None]]:
+    """A middleware showing env steps against ``max_env_step``, the last eval figure and the loss.
+
+    When stdout is not a terminal (nohup, CI, a pipe) a bar cannot be redrawn: it prints one
+    :func:`evaluation_line` per evaluation instead, as it happens. ``console``: where to draw
+    (default: stdout).
+    """
+    console = console or Console()
+    live = enabled and console.is_terminal
     progress = Progress(
         TextColumn("[bold]env steps"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.fields[status]}"), disable=not enabled, transient=False,
+        TextColumn("{task.fields[status]}"), disable=not live, transient=False, console=console,
     )
     bar = progress.add_task("train", total=max_env_step, status="")
 
     def _show(ctx: OnlineRLContext) -> None:
+        if not live:
+            if enabled and ctx.eval_value is not None:
+                console.print(evaluation_line(ctx, max_env_step), markup=False, highlight=False, soft_wrap=True)
+            return
         loss = ctx.train_output[-1]["total_loss"] if ctx.train_output else float("nan")
         status = f"eval {ctx.last_eval_value:.3g} | loss {loss:.4g} | iter {ctx.train_iter}"
         progress.update(bar, completed=min(ctx.env_step, max_env_step), status=status)
