@@ -1,13 +1,17 @@
 """rlpipe: off-policy reinforcement learning as a pipeline of small middleware."""
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load"]
+__all__ = ["__version__", "load", "train"]
 
 
 def __getattr__(name: str) -> object:
-    """``rlpipe.load`` without importing torch and the envs at ``import rlpipe``."""
+    """``rlpipe.load`` and ``rlpipe.train`` without importing torch and the envs at ``import rlpipe``."""
     if name == "load":
         from rlpipe.entry.agent import load
 
         return load
+    if name == "train":
+        from rlpipe.entry.train import train
+
+        return train
     raise AttributeError(f"module 'rlpipe' has no attribute {name!r}")

@@ -1,14 +1,14 @@
 """``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlpipe.config import Config, dump_config
+from rlpipe.config import Config, dump_config, load_config
 from rlpipe.entry.build import Parts, build_parts
-from rlpipe.entry.pipeline import use_training_pipeline
+from rlpipe.entry.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, summary_tracker
 from rlpipe.errors import RlpipeError
@@ -88,17 +88,30 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
 
 
 def train(
-    cfg: Config, run_dir: str | Path, resume: bool = False, announce: Callable[[str], None] | None = None
+    cfg: Config | str | Path | Mapping[str, Any],
+    run_dir: str | Path | None = None,
+    resume: bool = False,
+    announce: Callable[[str], None] | None = None,
+    *,
+    overrides: Iterable[str] = (),
+    middleware: Mapping[str, Sequence[Middleware]] | None = None,
 ) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
 
-    Everything that can be checked (env id, model sizes, HER settings, the run directory) is
-    checked before the run directory is created. With ``resume``, ``run_dir`` holds an earlier
-    run of this config: training continues from its latest checkpoint and saved buffer. The
-    pipeline runs on a :class:`Task` of its own, so other tasks in the process are untouched.
-    ``announce`` gets :func:`describe_run`'s line once the checks have passed.
+    ``cfg`` is a :class:`Config`, a preset name, a YAML path or a dict, with ``overrides``
+    (``"key.path=value"``) on top, as ``rlpipe train`` takes them; ``run_dir`` defaults to
+    :func:`default_run_dir`. ``middleware`` adds your own middleware at the named points of
+    the pipeline (:data:`~rlpipe.entry.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
+    [fn]}``). Everything that can be checked (env id, model sizes, HER settings, the run
+    directory) is checked before the run directory is created. With ``resume``, ``run_dir``
+    holds an earlier run of this config: training continues from its latest checkpoint and
+    saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
+    process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
+    have passed. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
     """
-    run_dir = Path(run_dir)
+    cfg = load_config(cfg, overrides)
+    check_insertion_points(middleware or {})
+    run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
     with build_parts(cfg) as parts:
         earlier = ResumePoint.find(run_dir) if resume else None
         if earlier is None:
@@ -116,7 +129,7 @@ def train(
         writer = MetricsWriter(run_dir)
         try:
             with graceful_stop() as stop:
-                _run_pipeline(parts, run_dir, writer, tracker, earlier, stop)
+                _run_pipeline(parts, run_dir, writer, tracker, earlier, stop, middleware)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
         finally:
@@ -127,7 +140,7 @@ def train(
 
 def _run_pipeline(
     parts: Parts, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker, earlier: ResumePoint | None,
-    stop: graceful_stop,
+    stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None,
 ) -> None:
     """Add checkpoints, logging and progress to the training pipeline and run until a stop condition
     (``stop``, first in the pipeline, turns SIGINT and SIGTERM into one)."""
@@ -139,7 +152,7 @@ def _run_pipeline(
     task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         task.use(stop)
-        use_training_pipeline(task, parts)
+        use_training_pipeline(task, parts, middleware)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
                            keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
                            config=cfg.model_dump(mode="json")))
