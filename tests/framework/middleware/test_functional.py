@@ -202,11 +202,14 @@ def test_progress_bar_shows_env_steps_eval_and_loss(capsys):
 
     ctx = OnlineRLContext()
     ctx.env_step, ctx.train_iter, ctx.last_eval_value = 40, 7, 12.5
-    ctx.train_output = [{"total_loss": 0.25}]
-    with progress_bar(100, enabled=True, console=Console(file=sys.stdout, force_terminal=True)) as show:
+    ctx.train_output = [{"total_loss": 0.25, "alpha": 0.125}]
+    ctx.collect_episode_stats = {"episode_return_mean": 33.0, "episode_length_mean": 33.0, "success_rate": 0.5}
+    ctx.collect_kwargs = {"eps": 0.05}
+    with progress_bar(100, enabled=True, console=Console(file=sys.stdout, force_terminal=True, width=200)) as show:
         show(ctx)
     out = capsys.readouterr().out
-    assert "40/100" in out and "eval 12.5" in out and "loss 0.25" in out and "iter 7" in out
+    assert "40/100" in out
+    assert "eval 12.5 | ep return 33 | success 0.50 | eps 0.050 | alpha 0.125 | loss 0.25 | iter 7" in out
 
 
 def test_without_a_terminal_each_evaluation_is_one_line(capsys):

@@ -92,7 +92,9 @@ def evaluation_line(ctx: OnlineRLContext, max_env_step: int) -> str:
 def progress_bar(
     max_env_step: int, enabled: bool = True, console: Console | None = None
 ) -> Iterator[Callable[[OnlineRLContext], None]]:
-    """A middleware showing env steps against ``max_env_step``, the last eval figure and the loss.
+    """A middleware showing env steps against ``max_env_step``, the last eval figure, the training
+    episodes' mean return (and success rate), epsilon or SAC's temperature, the loss and the
+    train iteration.
 
     When stdout is not a terminal (nohup, CI, a pipe) a bar cannot be redrawn: it prints one
     :func:`evaluation_line` per evaluation instead, as it happens. ``console``: where to draw
@@ -111,8 +113,19 @@ def progress_bar(
             if enabled and ctx.eval_value is not None:
                 console.print(evaluation_line(ctx, max_env_step), markup=False, highlight=False, soft_wrap=True)
             return
-        loss = ctx.train_output[-1]["total_loss"] if ctx.train_output else float("nan")
-        status = f"eval {ctx.last_eval_value:.3g} | loss {loss:.4g} | iter {ctx.train_iter}"
+        last = ctx.train_output[-1] if ctx.train_output else {}
+        episodes = ctx.collect_episode_stats or {}
+        parts = [f"eval {ctx.last_eval_value:.3g}"]
+        if "episode_return_mean" in episodes:
+            parts.append(f"ep return {episodes['episode_return_mean']:.3g}")
+        if "success_rate" in episodes:
+            parts.append(f"success {episodes['success_rate']:.2f}")
+        if "eps" in ctx.collect_kwargs:
+            parts.append(f"eps {float(ctx.collect_kwargs['eps']):.3f}")
+        if "alpha" in last:
+            parts.append(f"alpha {last['alpha']:.3g}")
+        parts += [f"loss {last.get('total_loss', float('nan')):.4g}", f"iter {ctx.train_iter}"]
+        status = " | ".join(parts)
         progress.update(bar, completed=min(ctx.env_step, max_env_step), status=status)
 
     with progress:
