@@ -45,8 +45,8 @@ def test_plain_dqn_fails_15_bit_flip_on_the_budget_her_solves_8_bits_in(tmp_path
 
 
 def test_sac_with_her_solves_10_bit_flip_with_continuous_actions(tmp_path):
-    # 0.9 was first reached at MEASURED env steps over seeds 0-4 and both kernel sets
-    summary = run(tmp_path, "bitflip-sac-her", ["seed=0", "run.max_env_step=BUDGET"])
+    # 0.9 was first reached at 6,952-8,696 env steps over seeds 0-4 and both kernel sets
+    summary = run(tmp_path, "bitflip-sac-her", ["seed=0", "run.max_env_step=15000"])
     assert summary.solved, summary
     assert summary.best_eval_return >= 0.9
 
