@@ -53,3 +53,9 @@ def test_cartpole_example_balances_the_pole(name):
 @pytest.mark.slow
 def test_dqn_her_example_solves_8_bit_flip():
     assert load("dqn_her").main(["seed=0", "env.env_kwargs.n_bits=8", "run.max_env_step=15000"]) >= 0.9
+
+
+def test_a_pipeline_written_as_the_example_is_seeded_whole():
+    overrides = ["seed=3", "run.max_env_step=960", "policy.eval.evaluator.eval_freq=100", "run.progress=false"]
+    first, second = (load("dqn").main(overrides) for _ in range(2))
+    assert first == second  # network init, exploration, envs and sampling all follow the seed
