@@ -27,6 +27,9 @@ class RunSummary:
     """Gradient updates per collected env step (the replay ratio; None for episode collection)."""
     eval_metric: str = "return"
     """What ``best_eval_return`` and ``last_eval_return`` hold: the mean return or the success rate."""
+    run_id: str | None = None
+    """The run's identity, made at ``train`` and kept by ``resume``; every checkpoint's header
+    carries it, so a checkpoint copied in from another run is refused."""
     stopped_by: str | None = None
     """The signal that stopped the run early (``SIGINT``, ``SIGTERM``); None when it ran to its end."""
 

@@ -1,6 +1,7 @@
 """``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +16,12 @@ from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     CkptSaver,
-    buffer_file,
     latest_checkpoint,
     online_logger,
     progress_bar,
     restore_checkpoint,
 )
-from rlpipe.utils.checkpoint import load_checkpoint
+from rlpipe.utils.checkpoint import CheckpointError
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
 
@@ -50,11 +50,13 @@ class ResumePoint:
         """Read the resume point of ``run_dir``; one-line errors when something is missing."""
         if not (run_dir / "config.yaml").is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no config.yaml): nothing to resume")
-        latest = latest_checkpoint(run_dir)
-        checkpoint = load_checkpoint(latest, required=("policy", "counters", "torch_rng"))
+        unit = latest_checkpoint(run_dir)
         summary_file = run_dir / "summary.json"
         summary = RunSummary.read(summary_file) if summary_file.is_file() else RunSummary()
-        return cls(checkpoint, buffer_file(latest), summary)
+        if unit.header.run_id is not None and summary.run_id is not None and unit.header.run_id != summary.run_id:
+            raise CheckpointError(f"checkpoint {unit.path} belongs to run {unit.header.run_id}, not to this run "
+                                  f"({summary.run_id}): was it copied from another run?")
+        return cls(unit.state, unit.buffer_path, summary)
 
     def restore(self, parts: Parts, ctx: OnlineRLContext) -> None:
         """Load policy (and reward model), counters, RNG and replay buffer."""
@@ -126,6 +128,7 @@ def train(
         )
         if earlier is not None:
             tracker.summary.merge_evaluations(read_metrics(run_dir), parts.cfg.env.stop_value)
+        tracker.summary.run_id = tracker.summary.run_id or uuid.uuid4().hex  # older runs had none
         writer = MetricsWriter(run_dir)
         try:
             with graceful_stop() as stop:
@@ -155,7 +158,7 @@ def _run_pipeline(
         use_training_pipeline(task, parts, middleware)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
                            keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
-                           config=cfg.model_dump(mode="json")))
+                           config=cfg.model_dump(mode="json"), run_id=tracker.summary.run_id))
         task.use(online_logger(writer, cfg.run.log_freq))
         task.use(tracker)
         task.use(show)

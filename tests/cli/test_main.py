@@ -120,7 +120,7 @@ def test_eval_with_missing_or_corrupt_checkpoint(trained_run, capsys, tmp_path):
     corrupt = tmp_path / "bad.pth.tar"
     corrupt.write_bytes(b"garbage")
     err = one_line_error(capsys, ["eval", str(trained_run), "--checkpoint", str(corrupt)])
-    assert f"checkpoint {corrupt} is corrupt" in err
+    assert f"checkpoint {corrupt} is damaged or not an rlpipe checkpoint" in err
 
 
 def test_console_script_is_installed():

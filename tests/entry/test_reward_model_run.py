@@ -7,7 +7,6 @@ from rlpipe.config import ConfigError, load_config
 from rlpipe.entry import train
 from rlpipe.entry.build import build_parts
 from rlpipe.framework.middleware import latest_checkpoint
-from rlpipe.utils.checkpoint import load_checkpoint
 from rlpipe.utils.metrics import read_metrics
 
 SHORT = ["env.env_kwargs.size=6", "run.max_env_step=600", "run.progress=false", "run.log_freq=20",
@@ -22,7 +21,7 @@ def test_the_reward_model_trains_during_a_run_and_is_checkpointed(preset, tmp_pa
                    for name, net in parts.reward_model.networks().items()}
     train(cfg, tmp_path / "run")
 
-    saved = load_checkpoint(latest_checkpoint(tmp_path / "run"))["reward_model"]
+    saved = latest_checkpoint(tmp_path / "run").state["reward_model"]
     assert saved["train_iter"] > 0
     trained = [name for name, state in initial.items()
                if any(not state[k].equal(saved["networks"][name][k]) for k in state)]
@@ -38,9 +37,9 @@ def test_the_reward_model_trains_during_a_run_and_is_checkpointed(preset, tmp_pa
 def test_resume_continues_the_reward_model(tmp_path):
     run = tmp_path / "run"
     train(load_config("deepsea-dqn-rnd", SHORT), run)
-    first = load_checkpoint(latest_checkpoint(run))["reward_model"]["train_iter"]
+    first = latest_checkpoint(run).state["reward_model"]["train_iter"]
     train(load_config("deepsea-dqn-rnd", [*SHORT, "run.max_env_step=1200"]), run, resume=True)
-    assert load_checkpoint(latest_checkpoint(run))["reward_model"]["train_iter"] > first
+    assert latest_checkpoint(run).state["reward_model"]["train_iter"] > first
 
 
 def test_resuming_a_run_without_reward_model_with_one_is_one_line(tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +26,16 @@ import torch
 
 from rlpipe.data.buffer.base import BufferMiddleware
 from rlpipe.data.buffer.table import Table, take_rows
+from rlpipe.errors import RlpipeError
 
 if TYPE_CHECKING:
     from rlpipe.data.buffer.deque_buffer import DequeBuffer
 
 FORMAT = "rlpipe.buffer/1"
+
+
+class BufferFileError(RlpipeError, ValueError):
+    """A saved buffer file is damaged, truncated, of another format, or does not fit this buffer."""
 
 
 def _encode_column(name: str, values: np.ndarray, arrays: dict[str, np.ndarray]) -> str:
@@ -151,26 +157,41 @@ def save_buffer(buffer: DequeBuffer, file_name: str) -> None:
         raise
 
 
-def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
-    """Restore ``buffer`` from a file written by :func:`save_buffer` (same size and middleware)."""
+def _read_buffer_file(buffer: DequeBuffer, file_name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The header and every array of a saved buffer, checked against ``buffer``."""
     with np.load(file_name, allow_pickle=False) as npz:
         if "__header__" not in npz.files:
-            raise ValueError(f"{file_name} is not a saved rlpipe buffer (no __header__)")
+            raise BufferFileError(f"{file_name} is not a saved rlpipe buffer (no __header__)")
         header = json.loads(str(npz["__header__"]))
         if header.get("format") != FORMAT:
-            raise ValueError(f"{file_name} has format {header.get('format')!r}, expected {FORMAT!r}")
-        st = buffer.storage
-        if header["capacity"] != st.capacity:
-            raise ValueError(
-                f"{file_name} holds a buffer of size {header['capacity']}, this one has {st.capacity}"
+            raise BufferFileError(f"{file_name} has format {header.get('format')!r}, expected {FORMAT!r}")
+        if header["capacity"] != buffer.storage.capacity:
+            raise BufferFileError(
+                f"{file_name} holds a buffer of size {header['capacity']}, this one has {buffer.storage.capacity}"
             )
-        stateful = _stateful(buffer)
         saved_types = [(m["position"], m["type"]) for m in header["middleware"]]
-        if saved_types != [(i, type(mw).__name__) for i, mw in stateful]:
-            raise ValueError(
+        if saved_types != [(i, type(mw).__name__) for i, mw in _stateful(buffer)]:
+            raise BufferFileError(
                 f"{file_name} was saved with middleware {saved_types}, this buffer has different ones"
             )
-        arrays = {name: npz[name] for name in npz.files}
+        return header, {name: npz[name] for name in npz.files}
+
+
+def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
+    """Restore ``buffer`` from a file written by :func:`save_buffer` (same size and middleware);
+    a damaged, truncated or foreign file is a one-line :class:`BufferFileError`."""
+    try:
+        header, arrays = _read_buffer_file(buffer, file_name)
+        _restore(buffer, header, arrays)
+    except BufferFileError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BufferFileError(f"buffer file {file_name} is damaged or not an rlpipe buffer ({reason[:160]})") from None
+
+
+def _restore(buffer: DequeBuffer, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+    st = buffer.storage
     slots = arrays["ring/slots"]
     st.ids[:] = -1
     st.ids[slots] = arrays["ring/ids"]
@@ -179,7 +200,7 @@ def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
     _load_table("meta", st.meta, header["meta"], slots, arrays)
     st.version += 1
     buffer.rng.bit_generator.state = header["rng"]
-    for (i, mw), saved in zip(stateful, header["middleware"], strict=True):
+    for (i, mw), saved in zip(_stateful(buffer), header["middleware"], strict=True):
         state = dict(saved["state"])
         prefix = f"middleware{i}/"
         state.update(

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,14 @@ import torch
 
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
-from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from rlpipe.utils.checkpoint import (
+    CheckpointError,
+    CheckpointHeader,
+    load_checkpoint,
+    read_checkpoint,
+    save_checkpoint,
+)
+from rlpipe.utils.integrity import file_sha256
 
 COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value", "last_save_iter")
 PERIODIC_PREFIX, CKPT_SUFFIX = "iteration_", ".pth.tar"
@@ -54,14 +62,43 @@ def restore_checkpoint(
     torch.set_rng_state(state["torch_rng"])
 
 
-def latest_checkpoint(save_dir: str | Path) -> Path:
-    """The checkpoint a run continues from: of those saved with their buffer, the one with the
-    most train iterations (a resumed run's periodic saves outrank the earlier run's final one)."""
+@dataclass(frozen=True)
+class ResumeUnit:
+    """A checkpoint and the replay buffer saved with it, both verified: what a run resumes from."""
+
+    path: Path
+    state: dict[str, Any]
+    header: CheckpointHeader
+
+    @property
+    def buffer_path(self) -> Path:
+        return buffer_file(self.path)
+
+
+def latest_checkpoint(save_dir: str | Path, required: tuple[str, ...] = ("policy", "counters", "torch_rng")
+                      ) -> ResumeUnit:
+    """The unit a run continues from: of the checkpoints whose buffer is the one they were saved
+    with (its SHA-256 is in the checkpoint's header), the one with the most train iterations (a
+    resumed run's periodic saves outrank the earlier run's final one). A checkpoint whose buffer
+    was replaced after it (a crash between the two writes) is passed over; when no complete
+    unit is left, one line says why the newest was refused."""
     ckpt = Path(save_dir) / "ckpt"
-    candidates = [p for p in ckpt.glob("*.pth.tar") if buffer_file(p).is_file()]
-    if not candidates:
-        raise CheckpointError(f"no checkpoint saved with its replay buffer in {ckpt}: nothing to resume")
-    return max(candidates, key=lambda p: load_checkpoint(p)["counters"]["train_iter"])
+    units, refused = [], []
+    for path in ckpt.glob(f"*{CKPT_SUFFIX}"):
+        if not buffer_file(path).is_file():
+            continue
+        state, header = read_checkpoint(path, required)
+        if header.buffer_sha256 is not None and file_sha256(buffer_file(path)) != header.buffer_sha256:
+            refused.append((state["counters"]["train_iter"], path))
+            continue
+        units.append(ResumeUnit(path, state, header))
+    if units:
+        return max(units, key=lambda unit: unit.state["counters"]["train_iter"])
+    if refused:
+        path = max(refused)[1]
+        raise CheckpointError(f"buffer file {buffer_file(path)} does not match checkpoint {path} (its SHA-256 "
+                              "differs: damaged, truncated, or saved at another moment); nothing to resume from")
+    raise CheckpointError(f"no checkpoint saved with its replay buffer in {ckpt}: nothing to resume")
 
 
 @role_gated(Role.LEARNER)
@@ -74,14 +111,17 @@ class CkptSaver:
     run can be resumed whole. ``keep_last``: keep only that many periodic checkpoints, the
     newest (None: all of them). ``reward_model``: a learned reward model saved in every
     checkpoint with the policy. ``config``: the run's resolved config as plain data (JSON
-    types), saved in every checkpoint.
+    types), saved in every checkpoint. ``run_id``: the run's identity, in every checkpoint's
+    header; a checkpoint saved with the buffer also records the buffer file's SHA-256 (see
+    :mod:`rlpipe.utils.checkpoint`): the buffer is written first, the checkpoint last.
 
     Reads ``ctx.train_iter``, ``ctx.eval_value``, ``ctx.last_save_iter``; writes ``ctx.last_save_iter``.
     """
 
     def __init__(self, policy: Any, save_dir: str | Path, train_freq: int | None = None,
                  save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None,
-                 reward_model: Any | None = None, config: Mapping[str, Any] | None = None) -> None:
+                 reward_model: Any | None = None, config: Mapping[str, Any] | None = None,
+                 run_id: str | None = None) -> None:
         if keep_last is not None and keep_last < 1:
             raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {keep_last}")
         self._policy = policy
@@ -92,18 +132,20 @@ class CkptSaver:
         self._buffer = buffer_
         self._reward_model = reward_model
         self._config = config
+        self._run_id = run_id
         best = self._dir / "eval.pth.tar"
         self._best_eval = load_checkpoint(best)["counters"]["last_eval_value"] if best.is_file() else float("-inf")
 
     def _save(self, ctx: OnlineRLContext, name: str, with_buffer: bool) -> None:
         path = self._dir / name
+        state = checkpoint_state(self._policy, ctx, self._reward_model, self._config)
         if not (with_buffer and self._buffer is not None):
-            save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model, self._config), path)
+            save_checkpoint(state, path, self._run_id)
             return
         self._dir.mkdir(parents=True, exist_ok=True)
         stale = [p for p in self._dir.glob(f"*{BUFFER_SUFFIX}") if p != buffer_file(path)]
         self._buffer.save_data(str(buffer_file(path)))
-        save_checkpoint(checkpoint_state(self._policy, ctx, self._reward_model, self._config), path)
+        save_checkpoint(state, path, self._run_id, file_sha256(buffer_file(path)))
         for old in stale:  # one buffer copy on disk: the newest checkpoint's
             old.unlink(missing_ok=True)
 

@@ -61,26 +61,36 @@ def test_checkpoint_restores_counters_and_torch_rng(tmp_path):
     assert torch.equal(torch.rand(3), expected)
 
 
-def test_latest_checkpoint_is_the_newest_one_saved_with_its_buffer(tmp_path):
+def test_latest_checkpoint_is_the_newest_complete_unit(tmp_path):
     from rlpipe.framework.middleware import buffer_file, latest_checkpoint
     from rlpipe.utils.checkpoint import CheckpointError, save_checkpoint
+    from rlpipe.utils.integrity import file_sha256
 
     ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
 
     def fake(name, train_iter, with_buffer):
         path = ckpt / name
-        save_checkpoint({"policy": {}, "counters": {"train_iter": train_iter}}, path)
+        digest = None
         if with_buffer:
-            buffer_file(path).write_bytes(b"x")
+            buffer_file(path).write_bytes(f"buffer at {train_iter}".encode())  # written first, as CkptSaver does
+            digest = file_sha256(buffer_file(path))
+        state = {"policy": {}, "counters": {"train_iter": train_iter}, "torch_rng": torch.get_rng_state()}
+        save_checkpoint(state, path, buffer_sha256=digest)
         return path
 
     fake("final.pth.tar", 20, with_buffer=False)  # an earlier run's end; its buffer was superseded
     with pytest.raises(CheckpointError, match="nothing to resume"):
         latest_checkpoint(tmp_path)
     newer = fake("iteration_30.pth.tar", 30, with_buffer=True)
-    assert latest_checkpoint(tmp_path) == newer
+    assert latest_checkpoint(tmp_path).path == newer
     fake("iteration_10.pth.tar", 10, with_buffer=True)
-    assert latest_checkpoint(tmp_path) == newer
+    assert latest_checkpoint(tmp_path).path == newer
+    buffer_file(newer).write_bytes(b"a buffer written after the checkpoint, then a crash")
+    assert latest_checkpoint(tmp_path).path == ckpt / "iteration_10.pth.tar"  # the newest complete unit
+    buffer_file(ckpt / "iteration_10.pth.tar").unlink()
+    with pytest.raises(CheckpointError, match=r"buffer file .*iteration_30.buffer.npz does not match checkpoint "):
+        latest_checkpoint(tmp_path)
 
 
 def test_only_the_newest_buffer_copy_is_kept(tmp_path):
