@@ -53,6 +53,11 @@ class EnvConfig(_Strict):
         description="Seconds a vector step or reset may take (needs env.asynchronous); past it, or when a "
         "worker dies, the environments are restarted and their episodes end truncated.",
     )
+    nonfinite: Literal["raise", "warn", "skip"] = Field(
+        "raise",
+        description="A NaN or infinity in a step's action, reward or observation: stop with one line (raise), "
+        "log it (warn), or drop the step and end its episode (skip).",
+    )
 
 
 class ModelConfig(_Strict):

@@ -44,7 +44,8 @@ def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
     factory = make_env_factory(cfg)
     try:
         return VectorEnvManager(
-            factory, num_envs, seed=seed, asynchronous=cfg.env.asynchronous, step_timeout=cfg.env.step_timeout
+            factory, num_envs, seed=seed, asynchronous=cfg.env.asynchronous, step_timeout=cfg.env.step_timeout,
+            nonfinite=cfg.env.nonfinite,
         )
     except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -51,7 +52,11 @@ class RunSummary:
                 self._add_evaluation(float(record[key]), int(record["env_step"]), stop_value)
 
     def _add_evaluation(self, value: float, env_step: int, stop_value: float) -> None:
+        """Fold in one evaluation; a NaN or infinite figure (``env.nonfinite=warn``) is never best
+        or solved."""
         self.last_eval_return = value
+        if not math.isfinite(value):
+            return
         self.best_eval_return = max(value, self.best_eval_return if self.best_eval_return is not None else value)
         if value >= stop_value and not self.solved:
             self.solved, self.solved_env_step = True, env_step

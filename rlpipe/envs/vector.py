@@ -34,6 +34,7 @@ from rlpipe.envs.minigrid import (
     import_minigrid,
     is_minigrid_env,
 )
+from rlpipe.envs.nonfinite import NonFiniteGuard
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
 from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
@@ -164,7 +165,8 @@ class VectorEnvManager:
     ``asynchronous``: each environment in its own subprocess. ``step_timeout`` (seconds;
     needs ``asynchronous``): a step or reset that takes longer, or a worker process that
     dies, restarts every worker; ``max_consecutive_restarts`` restarts with no good step
-    between stop the run.
+    between stop the run. ``nonfinite``: what a NaN or an infinity in a step's actions,
+    rewards or observations does (:mod:`rlpipe.envs.nonfinite`: raise, warn or skip).
     """
 
     def __init__(
@@ -175,6 +177,7 @@ class VectorEnvManager:
         asynchronous: bool = False,
         step_timeout: float | None = None,
         max_consecutive_restarts: int = 3,
+        nonfinite: str = "raise",
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -188,6 +191,9 @@ class VectorEnvManager:
         self._max_consecutive_restarts = max_consecutive_restarts
         self._consecutive_restarts = 0
         self.restarts = 0
+        self.nonfinite = NonFiniteGuard(nonfinite)
+        """The NaN/infinity check of every step (``nonfinite.caught`` counts what it found)."""
+        self.vector_steps = 0
         self.num_envs = num_envs
         self.observation_space: gym.Space = self._env.single_observation_space
         self.action_space: gym.Space = self._env.single_action_space
@@ -234,6 +240,7 @@ class VectorEnvManager:
         (``env_error``) and the environments start fresh, unseeded episodes: what happens
         after a hang cannot be reproduced anyway.
         """
+        self.nonfinite.check_action(self.vector_steps + 1, action)
         env = self._watched()
         if env is None:
             next_obs, reward, terminated, truncated, info = self._env.step(action)
@@ -256,10 +263,25 @@ class VectorEnvManager:
             rows = np.flatnonzero(done)
             final_next_obs[rows] = np.stack(info["final_obs"][rows])
             success = final_success(info, rows)
+        self.vector_steps += 1
+        failed_rows = _failed_steps(info, len(done))
+        skip = self.nonfinite.check(self.vector_steps, {"reward": reward, "next_obs": final_next_obs,
+                                                        "reset obs": next_obs})
+        if skip.any():  # those steps fail: their episodes end, truncated, and start again
+            reward, truncated, failed_rows = np.where(skip, 0.0, reward), truncated | skip, failed_rows | skip
+            next_obs = self._reset_envs(skip, next_obs)
+            done, success = terminated | truncated, None
         self.finished_episodes = self.episode_stats.add(reward, done, success)
-        batch = self._transitions(action, reward, final_next_obs, terminated, truncated, _failed_steps(info, len(done)))
+        batch = self._transitions(action, reward, final_next_obs, terminated, truncated, failed_rows)
         self.obs = next_obs
         return batch
+
+    def _reset_envs(self, mask: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """Start new episodes in the envs of ``mask``; ``obs`` with their first observations."""
+        fresh, _ = self._env.reset(options={"reset_mask": mask})
+        obs = obs.copy()
+        obs[mask] = fresh[mask]
+        return obs
 
     def _transitions(
         self,

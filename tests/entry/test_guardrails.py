@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 import torch
@@ -45,3 +46,14 @@ def test_her_on_an_env_without_goals_is_an_error():
     assert str(err.value) == (
         "policy.other.her needs a goal env; env 'CartPole-v1' has no compute_reward(achieved_goal, desired_goal, "
         "info) (a dict-observation goal env, or a flat one like rlpipe/BitFlip-v0)")
+
+
+def test_a_non_finite_evaluation_never_counts_as_best_or_solved():
+    from rlpipe.entry.summary import RunSummary
+
+    summary = RunSummary()
+    summary.merge_evaluations([{"kind": "eval", "env_step": 10, "return_mean": float("inf")},
+                               {"kind": "eval", "env_step": 20, "return_mean": 3.0}], stop_value=5.0)
+    assert (summary.best_eval_return, summary.solved) == (3.0, False)
+    summary.merge_evaluations([{"kind": "eval", "env_step": 30, "return_mean": float("nan")}], stop_value=5.0)
+    assert summary.best_eval_return == 3.0 and math.isnan(summary.last_eval_return)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
         ctx.last_eval_value = value
         logger.info("eval at train_iter %d, env_step %d: %s %.3f", ctx.train_iter, ctx.env_step,
                     "success rate" if self._by_success else "mean return", value)
-        if self._stop_on_solve and value >= self._stop_value:
+        if self._stop_on_solve and math.isfinite(value) and value >= self._stop_value:
             ctx.finish = True
 
     def _figure(self, output: dict[str, np.ndarray]) -> float:
