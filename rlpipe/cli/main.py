@@ -153,9 +153,23 @@ COMMANDS = {
 }
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line; ``key=value`` overrides may also stand after options
+    (``rlpipe train PRESET --no-progress seed=1``), which argparse alone rejects."""
+    parser = _parser()
+    args, extras = parser.parse_known_args(argv)
+    late = [arg for arg in extras if "=" in arg and not arg.startswith("-")]
+    if late and hasattr(args, "overrides"):
+        args.overrides = [*args.overrides, *late]
+        extras = [arg for arg in extras if arg not in late]
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return COMMANDS[args.command](args)

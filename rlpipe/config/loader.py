@@ -19,11 +19,46 @@ class ConfigError(RlpipeError, ValueError):
     """A configuration problem, described in one line that names the key path."""
 
 
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file larger than this (1 MiB) is refused: real configs are a few KiB."""
+MAX_CONFIG_VALUES = 100_000
+"""Values a config may hold once YAML aliases (``*name``) are expanded: a few aliases share a
+value, nested ones build a "billion laughs" bomb that hangs whoever walks it."""
+
+
 class _YamlLoader(yaml.SafeLoader):
     """PyYAML's safe loader, reading ``1e5`` as a number as YAML 1.2 does (YAML 1.1 wants ``1.0e5``).
 
     So ``run.max_env_step=1e5`` gives 100000 (pydantic takes an integral float for an int key).
     """
+
+
+def _expanded_size(data: Any, limit: int) -> int:
+    """Values in ``data`` counting every alias as a copy, without expanding anything (each
+    shared object is counted once and reused); stops counting past ``limit``."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        sizes[id(node)] = total
+        return total
+
+    return size(data)
+
+
+def _load_yaml(text: str) -> Any:
+    """Safe-load one YAML document; ``yaml.YAMLError`` when it expands past :data:`MAX_CONFIG_VALUES`."""
+    data = yaml.load(text, Loader=_YamlLoader)  # safe: _YamlLoader is a SafeLoader
+    if _expanded_size(data, MAX_CONFIG_VALUES) > MAX_CONFIG_VALUES:
+        raise yaml.YAMLError(f"its aliases expand to more than {MAX_CONFIG_VALUES} values (an alias bomb?)")
+    return data
 
 
 _YamlLoader.add_implicit_resolver(
@@ -62,13 +97,15 @@ def preset_names() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _read_yaml(text: str, origin: str) -> dict[str, Any]:
+def _read_yaml(text: str, origin: str, allow_empty: bool = False) -> dict[str, Any]:
     try:
-        data = yaml.load(text, Loader=_YamlLoader)  # safe: _YamlLoader is a SafeLoader
+        data = _load_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{origin}: not valid YAML ({str(err).splitlines()[0]})") from None
     if data is None:
-        return {}
+        if allow_empty:
+            return {}
+        raise ConfigError(f"{origin}: the config is empty (name a preset, or give at least one key)")
     if not isinstance(data, dict):
         raise ConfigError(f"{origin}: expected a mapping at the top level, got {type(data).__name__}")
     return data
@@ -85,7 +122,14 @@ def _load_source(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        return _read_yaml(path.read_text(), str(path))
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {path.stat().st_size} bytes is too large for a config "
+                              f"(limit {MAX_CONFIG_BYTES})")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"{path}: not a UTF-8 text file (byte {err.start} cannot be decoded)") from None
+        return _read_yaml(text, str(path))
     hint = difflib.get_close_matches(text, preset_names(), n=1)
     suffix = f" (did you mean '{hint[0]}'?)" if hint else f" (presets: {', '.join(preset_names())})"
     raise ConfigError(f"unknown preset '{text}'{suffix}")
@@ -114,7 +158,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise ConfigError(f"override '{text}' is not of the form key.path=value")
     try:
-        value = yaml.load(raw, Loader=_YamlLoader) if raw.strip() else None  # safe: a SafeLoader
+        value = _load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
     return key.strip(), value

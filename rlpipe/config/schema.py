@@ -235,7 +235,7 @@ class Config(_Strict):
     """The whole experiment."""
 
     exp_name: str = Field("default", description="Name of the experiment (and default run directory).")
-    seed: int = Field(0, ge=0, description="Seed of envs, networks and sampling.")
+    seed: int = Field(0, ge=0, lt=2**32, description="Seed of envs, networks and sampling (0 to 2**32 - 1).")
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     reward_model: RewardModelConfig | None = Field(

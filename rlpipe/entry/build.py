@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -115,8 +116,40 @@ def make_policy(cfg: Config) -> Policy:
     return POLICIES[cfg.policy.type](cfg.policy, seed=cfg.seed)
 
 
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``; else all physical memory)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_buffer_fits(cfg: Config) -> None:
+    """One line, before anything is allocated, when a transition buffer cannot fit in memory.
+
+    A transition holds ``obs`` and ``next_obs`` (float32) and its action, reward and flags.
+    (HER's buffer holds whole episodes, kept as they come, so it allocates nothing up front.)
+    """
+    model = cfg.policy.model
+    if cfg.policy.other.her is not None or model.obs_shape is None or model.action_shape is None:
+        return
+    row = 8 * model.obs_shape + 4 * (model.action_shape if cfg.policy.type != "dqn" else 2) + 32
+    size = cfg.policy.other.replay_buffer.replay_buffer_size
+    need, have = size * row, available_memory()
+    if need > have:
+        raise ConfigError(
+            f"config key 'policy.other.replay_buffer.replay_buffer_size': {size} transitions of about {row} bytes "
+            f"need {need / 2**30:.1f} GiB; {have / 2**30:.1f} GiB of memory is available"
+        )
+
+
 def make_buffer(cfg: Config) -> DequeBuffer:
-    """The replay buffer, with priority replay when ``cfg.policy.priority``."""
+    """The replay buffer, with priority replay when ``cfg.policy.priority``; one line when it cannot fit."""
+    check_buffer_fits(cfg)
     replay = cfg.policy.other.replay_buffer
     buffer = DequeBuffer(size=replay.replay_buffer_size, seed=cfg.seed)
     if cfg.policy.priority:

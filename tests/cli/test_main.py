@@ -183,3 +183,12 @@ def test_train_first_says_where_the_run_goes_and_its_replay_ratio(capsys, tmp_pa
     first, *_, last = capsys.readouterr().out.strip().splitlines()
     assert first == f"cartpole-dqn (dqn) in {run_dir}: 20 gradient updates per 40 env steps (replay ratio 0.5)"
     assert json.loads(last)["updates_per_env_step"] == 0.5
+
+
+def test_overrides_may_stand_after_options(tmp_path):
+    run_dir = tmp_path / "run"
+    assert main(["train", "cartpole-dqn", "--no-progress", "--run-dir", str(run_dir), *TINY, "seed=3"]) == 0
+    assert "seed: 3" in (run_dir / "config.yaml").read_text().splitlines()
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "cartpole-dqn", "--no-progress", "--bogus"])
+    assert exit_.value.code == 2
