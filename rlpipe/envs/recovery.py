@@ -8,11 +8,15 @@ lost. That placeholder step is not a transition: the vector env flags it
 (:data:`~rlpipe.utils.batch.FAILED_STEP`) and the pipeline drops it, ending the episode
 at the step before. The next ``reset`` (the vector env's auto-reset) starts an episode in
 the new instance. When ``reset`` raises, the instance is replaced the same way and the
-reset retried.
+reset retried. Making the new instance is tried again with a growing pause (an env
+server may be restarting) before the run stops with one line. The first failure is logged;
+the others are counted (``recreated``; the vector env counts failed steps), not logged, so a
+flaky env does not flood the terminal.
 """
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +26,9 @@ from rlpipe.errors import EnvironmentFailedError
 from rlpipe.utils.batch import FAILED_STEP
 
 logger = logging.getLogger(__name__)
+RECREATE_TRIES = 4
+RECREATE_FIRST_PAUSE_S = 0.1
+"""Making a replacement env is tried RECREATE_TRIES times, pausing 0.1, 0.2, 0.4 s between."""
 
 
 class RecreateOnError(gym.Wrapper):
@@ -67,10 +74,27 @@ class RecreateOnError(gym.Wrapper):
                 f"environment {self.env.spec.id if self.env.spec else self.env} failed "
                 f"{self._consecutive_errors} times in a row (last error: {err!r})"
             ) from err
-        logger.warning("environment %s raised %r: recreating it", call, err)
+        log = logger.warning if self.recreated == 0 else logger.debug
+        log("environment %s raised %r: recreating it (further failures are counted, not logged)", call, err)
         try:
             self.env.close()
         except Exception:  # closing a broken env may fail too; it is dropped either way
             logger.debug("closing the broken environment failed", exc_info=True)
-        self.env = self._make_env()
+        self.env = self._make_with_retries()
         self.recreated += 1
+
+    def _make_with_retries(self) -> gym.Env:
+        pause = RECREATE_FIRST_PAUSE_S
+        for _ in range(RECREATE_TRIES - 1):
+            try:
+                return self._make_env()
+            except Exception:  # a factory may raise anything; try again after a pause
+                logger.debug("making the replacement environment failed", exc_info=True)
+                time.sleep(pause)
+                pause *= 2
+        try:
+            return self._make_env()
+        except Exception as err:
+            raise EnvironmentFailedError(
+                f"the environment could not be made again after it failed ({RECREATE_TRIES} tries; last error: {err!r})"
+            ) from None

@@ -191,6 +191,8 @@ class VectorEnvManager:
         self._max_consecutive_restarts = max_consecutive_restarts
         self._consecutive_restarts = 0
         self.restarts = 0
+        self.failed_steps = 0
+        """Env steps that failed (the env raised, hung or died, or gave a skipped NaN), counted."""
         self.nonfinite = NonFiniteGuard(nonfinite)
         """The NaN/infinity check of every step (``nonfinite.caught`` counts what it found)."""
         self.vector_steps = 0
@@ -252,6 +254,7 @@ class VectorEnvManager:
                 self._restart(env, err)
                 no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
                 failed = self._transitions(action, np.zeros(self.num_envs), self.obs, no, yes, yes)
+                self.failed_steps += self.num_envs
                 self.reset()
                 return failed
             self._consecutive_restarts = 0
@@ -271,6 +274,7 @@ class VectorEnvManager:
             reward, truncated, failed_rows = np.where(skip, 0.0, reward), truncated | skip, failed_rows | skip
             next_obs = self._reset_envs(skip, next_obs)
             done, success = terminated | truncated, None
+        self.failed_steps += int(np.count_nonzero(failed_rows))
         self.finished_episodes = self.episode_stats.add(reward, done, success)
         batch = self._transitions(action, reward, final_next_obs, terminated, truncated, failed_rows)
         self.obs = next_obs

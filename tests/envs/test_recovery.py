@@ -94,3 +94,23 @@ def test_an_env_whose_reset_keeps_failing_stops_with_a_clear_error(monkeypatch):
     with pytest.raises(EnvironmentFailedError, match=r"failed 3 times in a row \(last error: OSError"):
         env.reset()
     assert Crashy.instances == 3  # the first, and two replacements that failed too
+
+
+def test_an_env_that_cannot_be_made_again_stops_with_one_line(monkeypatch):
+    from rlpipe.envs import recovery
+
+    monkeypatch.setattr(recovery, "RECREATE_FIRST_PAUSE_S", 0.001)
+    made = []
+
+    def make():
+        if made:
+            raise OSError("simulator licence server unreachable")
+        made.append(1)
+        return AlwaysCrashes()
+
+    env = RecreateOnError(make)
+    env.reset(seed=0)
+    with pytest.raises(EnvironmentFailedError) as err:
+        env.step(0)
+    assert str(err.value) == ("the environment could not be made again after it failed (4 tries; last error: "
+                              "OSError('simulator licence server unreachable'))")

@@ -25,6 +25,11 @@ def _act(policy: Any, env: VectorEnvManager, ctx: OnlineRLContext, random_collec
     return policy.forward(env.obs, **ctx.collect_kwargs)
 
 
+def _episode_figures(env: VectorEnvManager) -> dict[str, float]:
+    """The env's :meth:`EpisodeStats.summary` and ``failed_steps``, the env steps that failed so far."""
+    return {**env.episode_stats.summary(), "failed_steps": env.failed_steps}
+
+
 def _count(ctx: OnlineRLContext, step: Batch) -> None:
     ctx.env_step += len(step["reward"])
     ctx.env_episode += int(np.count_nonzero(step["terminated"] | step["truncated"]))
@@ -34,7 +39,7 @@ def _count(ctx: OnlineRLContext, step: Batch) -> None:
 class StepCollector:
     """Collect ``cfg.policy.collect.n_sample`` env steps (rounded up to whole vector steps).
 
-    Writes ``ctx.collect_episode_stats`` (the env's :meth:`EpisodeStats.summary`) and
+    Writes ``ctx.collect_episode_stats`` (:func:`_episode_figures`) and
     ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
     ``random_collect_size`` env steps use uniformly random actions. The newest vector step
@@ -61,7 +66,7 @@ class StepCollector:
             if ready is not None:
                 steps.append(ready)
         ctx.trajectories = concat_batches(steps) if steps else None
-        ctx.collect_episode_stats = self._env.episode_stats.summary()
+        ctx.collect_episode_stats = _episode_figures(self._env)
 
 
 @role_gated(Role.COLLECTOR)
@@ -101,7 +106,7 @@ class EpisodeCollector:
                 self._start[e] = now + 1
             self._forget_finished_steps()
         ctx.episodes = episodes
-        ctx.collect_episode_stats = self._env.episode_stats.summary()
+        ctx.collect_episode_stats = _episode_figures(self._env)
 
     def _forget_finished_steps(self) -> None:
         oldest = int(self._start.min())

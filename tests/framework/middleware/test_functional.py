@@ -127,7 +127,7 @@ def test_an_episode_cut_short_by_a_failed_step_is_not_counted(monkeypatch):
 def test_an_environment_that_fails_every_episode_stops_the_evaluation(monkeypatch):
     monkeypatch.setattr(FailsOnce, "broken_every_time", True)
     env = VectorEnvManager(lambda: RecreateOnError(FailsOnce, max_consecutive_errors=100), num_envs=1, seed=0)
-    with pytest.raises(EnvironmentFailedError, match="7 episodes ended in a failed environment step before 0 of 2"):
+    with pytest.raises(EnvironmentFailedError, match="7 episodes ended in a failed environment step and none of 2"):
         evaluate_episodes(ConstantActor(), env, 2)
 
 

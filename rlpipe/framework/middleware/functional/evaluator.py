@@ -18,6 +18,11 @@ logger = logging.getLogger(__name__)
 MAX_FAILED_EPISODES_PER_EPISODE = 3
 
 
+class EvaluationFailedError(EnvironmentFailedError):
+    """Every episode of an evaluation ended in a failed environment step."""
+
+
+
 def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dict[str, np.ndarray]:
     """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset.
 
@@ -26,8 +31,10 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
     Each call starts new episodes from the environments' own random streams, so successive
     evaluations see different start states. An episode cut short by a failed environment
     step is not counted: its return is not the policy's (if failures grow with episode
-    length, this favours short episodes); more than ``MAX_FAILED_EPISODES_PER_EPISODE`` such
-    episodes per requested one raise EnvironmentFailedError: the environment keeps failing.
+    length, this favours short episodes). After ``MAX_FAILED_EPISODES_PER_EPISODE`` such
+    episodes per requested one the evaluation ends with the episodes it has (fewer than
+    asked, logged), so a flaky env does not stop the run; when none finished at all,
+    :class:`EvaluationFailedError`.
     Returns ``episode_return`` and ``episode_length`` arrays of length ``n_episode``, and
     ``episode_success`` when the env reports ``is_success`` for every episode.
     """
@@ -42,15 +49,19 @@ def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dic
         step = env.step(policy.forward(env.obs))
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
         failed_episodes += int(np.count_nonzero(failed & (quota > 0)))  # envs still needed only
-        if failed_episodes > MAX_FAILED_EPISODES_PER_EPISODE * n_episode:
-            raise EnvironmentFailedError(
-                f"evaluation: {failed_episodes} episodes ended in a failed environment step before "
-                f"{n_episode - int(quota.sum())} of {n_episode} finished; the environment keeps failing"
-            )
         for episode in env.finished_episodes:
             if quota[episode.env] > 0 and not failed[episode.env]:
                 quota[episode.env] -= 1
                 counted.append(episode)
+        if failed_episodes > MAX_FAILED_EPISODES_PER_EPISODE * n_episode and (quota > 0).any():
+            if not counted:
+                raise EvaluationFailedError(
+                    f"evaluation: {failed_episodes} episodes ended in a failed environment step and none of "
+                    f"{n_episode} finished; the environment keeps failing"
+                )
+            logger.warning("evaluation: %d episodes ended in a failed environment step; evaluated on the %d "
+                           "of %d that finished", failed_episodes, len(counted), n_episode)
+            break
     output = {
         "episode_return": np.asarray([episode.episode_return for episode in counted]),
         "episode_length": np.asarray([episode.length for episode in counted]),
@@ -69,7 +80,9 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
     without the key, as the seed's, means the return).
     Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (that figure),
     ``ctx.eval_output`` (per-episode returns and lengths), ``ctx.last_eval_iter``,
-    ``ctx.last_eval_value``. Evaluates at the first call too. With ``stop_on_solve=False``
+    ``ctx.last_eval_value``. Evaluates at the first call too. An evaluation in which every
+    episode ends in a failed env step is skipped (logged) and tried again ``eval_freq`` later;
+    an env that cannot be made again stops the run. With ``stop_on_solve=False``
     training goes on after ``stop_value`` is reached (to see whether the policy stays good).
     """
 
@@ -86,7 +99,12 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
     def __call__(self, ctx: OnlineRLContext) -> None:
         if ctx.last_eval_iter >= 0 and ctx.train_iter - ctx.last_eval_iter < self._eval_freq:
             return
-        output = evaluate_episodes(self._policy, self._env, self._n_episode)
+        try:
+            output = evaluate_episodes(self._policy, self._env, self._n_episode)
+        except EvaluationFailedError as err:  # a flaky env with long episodes: try again next time
+            logger.warning("evaluation at env step %d skipped: %s", ctx.env_step, err)
+            ctx.last_eval_iter = ctx.train_iter
+            return
         value = self._figure(output)
         ctx.eval_value = value
         ctx.eval_output = output
