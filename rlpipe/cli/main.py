@@ -38,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("config", help="preset name (see `rlpipe presets`) or path to a YAML config")
     train.add_argument("overrides", nargs="*", help="dotted overrides, e.g. seed=1 policy.learn.batch_size=128")
     train.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<exp_name>-seed<seed>)")
+    train.add_argument("--overwrite-empty", action="store_true",
+                       help="start again in a run directory whose run stopped before its first checkpoint")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     resume = sub.add_parser("resume", help="continue a run from its latest checkpoint and saved buffer")
@@ -83,7 +85,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
     cfg = load_config(args.config, overrides)
     run_dir = args.run_dir or default_run_dir(cfg)
-    summary = train(cfg, run_dir, announce=_announce)
+    summary = train(cfg, run_dir, announce=_announce, overwrite_empty=args.overwrite_empty)
     return _finish("train", run_dir, summary)
 
 

@@ -67,11 +67,15 @@ class RunSummary:
         return cls(**json.loads(path.read_text()))
 
 
+SUMMARY_EVERY_S = 10.0
+
+
 class summary_tracker:  # noqa: N801 - middleware are named like functions
     """Middleware keeping a :class:`RunSummary` up to date (reads counters and ``ctx.eval_value``).
 
-    With ``path``, the summary is written there after every evaluation, so a run that is
-    killed keeps its best and solved figures.
+    With ``path``, the summary is written there after every evaluation and at least every
+    :data:`SUMMARY_EVERY_S` seconds, so a run that is killed keeps its best and solved figures
+    and (nearly all of) its wall time.
     """
 
     def __init__(
@@ -84,14 +88,16 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
         self.summary.stopped_by = None
         self._stop_value = stop_value
         self._path = path
+        self._written = time.perf_counter()
         self._start = time.perf_counter() - self.summary.wall_time_s  # a resumed run keeps counting
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.summary
         s.env_step, s.train_iter = ctx.env_step, ctx.train_iter
         s.wall_time_s = round(time.perf_counter() - self._start, 2)
-        if ctx.eval_value is None:
-            return
-        s._add_evaluation(ctx.eval_value, ctx.env_step, self._stop_value)
-        if self._path is not None:
+        if ctx.eval_value is not None:
+            s._add_evaluation(ctx.eval_value, ctx.env_step, self._stop_value)
+        now = time.perf_counter()
+        if self._path is not None and (ctx.eval_value is not None or now - self._written >= SUMMARY_EVERY_S):
             s.write(self._path)
+            self._written = now

@@ -1,6 +1,7 @@
 """``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from rlpipe.entry.summary import RunSummary, summary_tracker
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
+    CKPT_SUFFIX,
     CkptSaver,
     latest_checkpoint,
     online_logger,
@@ -29,12 +31,40 @@ class RunDirError(RlpipeError, ValueError):
     """The run directory cannot be used without overwriting an earlier run."""
 
 
-def prepare_run_dir(run_dir: Path) -> Path:
-    """Create ``run_dir``; refuse one that already holds a run, so nothing saved is lost."""
+RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json")
+"""What a run writes before its first checkpoint (besides ``tb/``)."""
+
+
+def has_checkpoints(run_dir: Path) -> bool:
+    return any((run_dir / "ckpt").glob(f"*{CKPT_SUFFIX}"))
+
+
+def prepare_run_dir(run_dir: Path, overwrite_empty: bool = False) -> Path:
+    """Create ``run_dir``; refuse one that already holds a run, so nothing saved is lost.
+
+    ``overwrite_empty``: a run stopped before its first checkpoint (nothing to resume) may be
+    started again in place; its files are removed first.
+    """
     if (run_dir / "config.yaml").exists():
-        raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run-dir")
+        if not overwrite_empty:
+            raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run-dir")
+        if has_checkpoints(run_dir):
+            raise RunDirError(f"run directory {run_dir} holds checkpoints: resume it (rlpipe resume {run_dir}) "
+                              "instead of starting it again")
+        for name in RUN_FILES:
+            (run_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(run_dir / "tb", ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
+
+
+def remove_stray_temp_files(run_dir: Path) -> list[Path]:
+    """Delete the temporary files of writes a crash interrupted (``.NAME.xxxx`` beside
+    checkpoints, ``*.tmp`` buffers, ``.summary.json.tmp``); returns what was removed."""
+    stray = [*(run_dir / "ckpt").glob(".*"), *(run_dir / "ckpt").glob("*.tmp"), *run_dir.glob(".*.tmp")]
+    for path in stray:
+        path.unlink(missing_ok=True)
+    return stray
 
 
 @dataclass
@@ -50,6 +80,11 @@ class ResumePoint:
         """Read the resume point of ``run_dir``; one-line errors when something is missing."""
         if not (run_dir / "config.yaml").is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no config.yaml): nothing to resume")
+        remove_stray_temp_files(run_dir)
+        if not has_checkpoints(run_dir):
+            again = f"rlpipe train {run_dir / 'config.yaml'} --run-dir {run_dir} --overwrite-empty"
+            raise RunDirError(f"{run_dir} was stopped before its first checkpoint: nothing to resume; start it "
+                              f"again with `{again}`")
         unit = latest_checkpoint(run_dir)
         summary_file = run_dir / "summary.json"
         summary = RunSummary.read(summary_file) if summary_file.is_file() else RunSummary()
@@ -97,6 +132,7 @@ def train(
     *,
     overrides: Iterable[str] = (),
     middleware: Mapping[str, Sequence[Middleware]] | None = None,
+    overwrite_empty: bool = False,
 ) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
 
@@ -110,14 +146,19 @@ def train(
     saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
     process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
     have passed. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
+    ``overwrite_empty``: see :func:`prepare_run_dir`. Nothing in an earlier run's directory
+    changes until its checkpoint and buffer are loaded (a refused resume leaves it as it was).
     """
     cfg = load_config(cfg, overrides)
     check_insertion_points(middleware or {})
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
     with build_parts(cfg) as parts:
         earlier = ResumePoint.find(run_dir) if resume else None
+        ctx = OnlineRLContext()
         if earlier is None:
-            prepare_run_dir(run_dir)
+            prepare_run_dir(run_dir, overwrite_empty)
+        else:
+            earlier.restore(parts, ctx)
         if announce is not None:
             announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
@@ -132,7 +173,7 @@ def train(
         writer = MetricsWriter(run_dir)
         try:
             with graceful_stop() as stop:
-                _run_pipeline(parts, run_dir, writer, tracker, earlier, stop, middleware)
+                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
         finally:
@@ -142,15 +183,14 @@ def train(
 
 
 def _run_pipeline(
-    parts: Parts, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker, earlier: ResumePoint | None,
+    parts: Parts, ctx: OnlineRLContext, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker,
     stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None,
 ) -> None:
-    """Add checkpoints, logging and progress to the training pipeline and run until a stop condition
-    (``stop``, first in the pipeline, turns SIGINT and SIGTERM into one)."""
+    """Add checkpoints, logging and progress to the training pipeline and run from ``ctx`` (an
+    earlier run's counters when resumed) until a stop condition (``stop``, first in the
+    pipeline, turns SIGINT and SIGTERM into one)."""
     cfg = parts.cfg
-    ctx = OnlineRLContext()
-    if earlier is not None:
-        earlier.restore(parts, ctx)
+    if ctx.env_step > 0:
         parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:

@@ -1,6 +1,7 @@
 """Middleware: collectors, learners, evaluator, checkpoints, logging (seed-compatible names)."""
 from rlpipe.framework.middleware.ckpt_handler import (
     BUFFER_SUFFIX,
+    CKPT_SUFFIX,
     CkptSaver,
     buffer_file,
     checkpoint_state,
@@ -14,6 +15,7 @@ from rlpipe.framework.middleware.learner import HERLearner, OffPolicyLearner
 
 __all__ = [
     "BUFFER_SUFFIX",
+    "CKPT_SUFFIX",
     "CkptSaver",
     "buffer_file",
     "checkpoint_state",
