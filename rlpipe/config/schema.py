@@ -50,8 +50,8 @@ class EnvConfig(_Strict):
     asynchronous: bool = Field(False, description="Run each environment in its own subprocess.")
     step_timeout: PositiveFloat | None = Field(
         None,
-        description="Seconds a vector step or reset may take (needs env.asynchronous); past it, or when a "
-        "worker dies, the environments are restarted and their episodes end truncated.",
+        description="Seconds a vector step or reset may take (needs env.asynchronous; default there 60); past "
+        "it, or when a worker dies, the environments are restarted and their episodes end truncated.",
     )
     nonfinite: Literal["raise", "warn", "skip"] = Field(
         "raise",

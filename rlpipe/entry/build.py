@@ -22,6 +22,9 @@ from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
+ASYNC_STEP_TIMEOUT_S = 60.0
+"""``env.step_timeout`` of subprocess environments when the config gives none: a dead or hung
+worker is then found and restarted instead of hanging the run."""
 EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
 REEVAL_SEED_OFFSET = 20_000  # nor does `rlpipe eval`, so its figure is not the one checkpoints were chosen on
 
@@ -45,7 +48,8 @@ def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
     factory = make_env_factory(cfg)
     try:
         return VectorEnvManager(
-            factory, num_envs, seed=seed, asynchronous=cfg.env.asynchronous, step_timeout=cfg.env.step_timeout,
+            factory, num_envs, seed=seed, asynchronous=cfg.env.asynchronous,
+            step_timeout=cfg.env.step_timeout or (ASYNC_STEP_TIMEOUT_S if cfg.env.asynchronous else None),
             nonfinite=cfg.env.nonfinite,
         )
     except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way

@@ -104,6 +104,20 @@ def test_a_worker_that_died_between_calls_is_restarted_and_close_still_works() -
         env.close()  # a dead worker is killed, not waited for
 
 
+def test_subprocess_envs_from_a_config_watch_their_workers_by_default() -> None:
+    from rlpipe.config import load_config
+    from rlpipe.entry.build import ASYNC_STEP_TIMEOUT_S, make_vector_env
+
+    env = make_vector_env(load_config("cartpole-dqn", ["env.asynchronous=true"]), 2, seed=0)
+    try:
+        assert env._step_timeout == ASYNC_STEP_TIMEOUT_S  # no step_timeout given: a dead worker is still found
+        env._env.processes[1].kill()
+        env._env.processes[1].join()
+        assert env.step(np.zeros(2, dtype=np.int64))["env_error"].all() and env.restarts == 1
+    finally:
+        env.close()
+
+
 @pytest.mark.filterwarnings("ignore:.*(Worker-0|Traceback|last exception):UserWarning")  # gymnasium's report
 def test_an_error_the_environment_raises_itself_is_not_taken_for_a_dead_worker() -> None:
     class RaisesEOF(Breaks):
