@@ -73,7 +73,8 @@ def save_checkpoint(state: dict[str, Any], path: str | Path, run_id: str | None 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + _canonical(header) + b"\n" + body)
+            f.write(MAGIC + _canonical(header) + b"\n")
+            f.write(body)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
