@@ -1,6 +1,7 @@
 """``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
 from __future__ import annotations
 
+import logging
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -13,6 +14,7 @@ from rlpipe.entry.build import Parts, build_parts
 from rlpipe.entry.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, summary_tracker
+from rlpipe.envs.vector import worker_report_log
 from rlpipe.errors import RlpipeError
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
@@ -171,12 +173,16 @@ def train(
             tracker.summary.merge_evaluations(read_metrics(run_dir), parts.cfg.env.stop_value)
         tracker.summary.run_id = tracker.summary.run_id or uuid.uuid4().hex  # older runs had none
         writer = MetricsWriter(run_dir)
+        env_errors = logging.FileHandler(run_dir / "env_errors.log", delay=True)  # made on the first report
+        worker_report_log.addHandler(env_errors)
         try:
             with graceful_stop() as stop:
                 _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
         finally:
+            worker_report_log.removeHandler(env_errors)
+            env_errors.close()
             writer.close()
             tracker.summary.write(summary_path)
     return tracker.summary

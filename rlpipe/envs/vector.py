@@ -15,9 +15,12 @@ for every environment.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -44,6 +47,31 @@ from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
 logger = logging.getLogger(__name__)
+worker_report_log = logging.getLogger("rlpipe.envs.worker_reports")
+"""Where gymnasium's reports of a subprocess env's error (its whole traceback) go instead of the
+terminal: nowhere unless a handler is attached (``rlpipe train`` writes ``env_errors.log``)."""
+worker_report_log.propagate = False
+worker_report_log.setLevel(logging.DEBUG)
+WORKER_REPORT_MARKS = ("Received the following error from Worker-", "Traceback (most recent call last)",
+                       "Raising the last exception back")
+
+
+@contextmanager
+def worker_reports_to_log() -> Iterator[None]:
+    """Send gymnasium's warnings about a failed subprocess env (the worker, its traceback, the
+    re-raise: dozens of lines) to :data:`worker_report_log`; the error itself still rises and
+    is reported in one line. Other warnings pass through."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for report in caught:
+                text = str(report.message)
+                if any(mark in text for mark in WORKER_REPORT_MARKS):
+                    worker_report_log.debug("%s", text)
+                else:
+                    warnings.warn_explicit(report.message, report.category, report.filename, report.lineno)
 WORKER_FAILURES = (multiprocessing.TimeoutError, EOFError, BrokenPipeError, ConnectionResetError)
 """What waiting on subprocess environments raises when a worker hangs or has died."""
 
@@ -187,6 +215,7 @@ class VectorEnvManager:
             [factory] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP
         )
         self._env = self._make_vector()
+        self._reports = worker_reports_to_log if asynchronous else contextlib.nullcontext
         self._step_timeout = step_timeout
         self._max_consecutive_restarts = max_consecutive_restarts
         self._consecutive_restarts = 0
@@ -219,6 +248,10 @@ class VectorEnvManager:
         with its own seed); without, they go on with their random streams, so every reset starts
         new, yet reproducible, episodes.
         """
+        with self._reports():
+            return self._reset(seed)
+
+    def _reset(self, seed: int | None) -> np.ndarray:
         seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
         self.episode_stats.restart()
         while (env := self._watched()) is not None:
@@ -243,6 +276,10 @@ class VectorEnvManager:
         after a hang cannot be reproduced anyway.
         """
         self.nonfinite.check_action(self.vector_steps + 1, action)
+        with self._reports():
+            return self._step(action)
+
+    def _step(self, action: np.ndarray) -> dict[str, np.ndarray]:
         env = self._watched()
         if env is None:
             next_obs, reward, terminated, truncated, info = self._env.step(action)

@@ -1,6 +1,7 @@
 """Subprocess environments that hang or die are restarted; a step they break is a failed step."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from rlpipe.envs import VectorEnvManager, env_factory
+from rlpipe.envs.vector import worker_report_log
 from rlpipe.errors import EnvironmentFailedError
 
 ACTION = np.zeros(1, dtype=np.int64)
@@ -118,12 +120,16 @@ def test_subprocess_envs_from_a_config_watch_their_workers_by_default() -> None:
         env.close()
 
 
-@pytest.mark.filterwarnings("ignore:.*(Worker-0|Traceback|last exception):UserWarning")  # gymnasium's report
+@pytest.mark.filterwarnings("error")  # gymnasium's report of the worker's error must not reach the terminal
 def test_an_error_the_environment_raises_itself_is_not_taken_for_a_dead_worker() -> None:
     class RaisesEOF(Breaks):
         def step(self, action):
             raise EOFError("the simulator's socket closed")
 
+    reports = []
+    handler = logging.Handler()
+    handler.emit = lambda record: reports.append(record.getMessage())
+    worker_report_log.addHandler(handler)
     env = VectorEnvManager(lambda: RaisesEOF("unused"), 1, asynchronous=True, step_timeout=5.0)
     try:
         with pytest.raises(EOFError, match="socket closed"):
@@ -131,6 +137,8 @@ def test_an_error_the_environment_raises_itself_is_not_taken_for_a_dead_worker()
         assert env.restarts == 0
     finally:
         env.close()
+        worker_report_log.removeHandler(handler)
+    assert any("Traceback" in report and "socket closed" in report for report in reports)  # kept for the log file
 
 
 def test_a_step_timeout_needs_subprocess_environments() -> None:
