@@ -5,6 +5,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from gymnasium import spaces
 
 from rlpipe.config import load_config
@@ -100,8 +101,9 @@ def test_a_continuous_goal_env_gives_flat_episodes_with_box_actions():
         assert episode["truncated"][-1] and not episode["terminated"].any()
 
 
-def test_sac_with_her_trains_on_a_continuous_goal_env_and_is_judged_by_success(tmp_path):
-    summary = train(load_config(POINT_SAC_HER), tmp_path / "run")
+@pytest.mark.parametrize("policy_type", ["sac", "td3", "ddpg"])
+def test_her_trains_an_actor_critic_on_a_continuous_goal_env_judged_by_success(tmp_path, policy_type):
+    summary = train(load_config(POINT_SAC_HER, [f"policy.type={policy_type}"]), tmp_path / "run")
     assert summary.env_step >= 200 and summary.train_iter > 0
     assert summary.eval_metric == "success_rate"
     evals = [r for r in read_metrics(tmp_path / "run") if r["kind"] == "eval"]
