@@ -8,9 +8,10 @@ thread. Every ``--eval-every`` env steps each is evaluated on 20 episodes with i
 deterministic action, and that evaluation is part of the wall time of both.
 
 ``wall_ratio = rlpipe wall time / SB3 wall time`` for the same env steps (goal <= 0.5). Also
-printed: each one's success-rate curve, the first env step with a success rate >= 0.9, and
-updates per second. The runs go one after the other, so load from other processes may fall
-on one more than the other: run it on a quiet machine.
+printed: each one's success-rate curve and the first env step with a success rate >= 0.9.
+The two runs go at the same time, each in its own process on its own core (the machine
+has two), so that the load of a shared host falls on both alike; ``--one-at-a-time`` runs
+them one after the other instead.
 
 Needs the ``robotics`` and ``bench`` extras. Usage: ``python benchmarks/her_fetch.py
 [--steps N] [--eval-every N] [--seed S]``. The last line printed is JSON.
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
@@ -86,6 +89,15 @@ def run_sb3(steps: int, eval_every: int, seed: int) -> tuple[float, dict[int, fl
     return time.perf_counter() - start, curve
 
 
+def run_one(job: tuple[Callable[[int, int, int], tuple[float, dict[int, float]]], int, int, int]
+            ) -> tuple[float, dict[int, float]]:
+    """One runner on one torch thread, with the robotics envs registered (also in a fresh process)."""
+    runner, steps, eval_every, seed = job
+    torch.set_num_threads(1)
+    import_robotics(ENV_ID)
+    return runner(steps, eval_every, seed)
+
+
 def first_at(curve: dict[int, float], level: float = 0.9) -> int | None:
     return next((step for step, value in sorted(curve.items()) if value >= level), None)
 
@@ -95,13 +107,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--eval-every", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--one-at-a-time", action="store_true", help="run rlpipe, then SB3 (default: both at once)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    import_robotics(ENV_ID)
-    rl_wall, rl_curve = run_rlpipe(args.steps, args.eval_every, args.seed)
+    runners = [run_rlpipe, run_sb3]
+    jobs = [(runner, args.steps, args.eval_every, args.seed) for runner in runners]
+    if args.one_at_a_time:
+        results = [run_one(job) for job in jobs]
+    else:
+        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+            results = pool.map(run_one, jobs)
+    (rl_wall, rl_curve), (sb3_wall, sb3_curve) = results
     print(f"rlpipe: {rl_wall:.1f} s, success {rl_curve}")
-    torch.set_num_threads(1)
-    sb3_wall, sb3_curve = run_sb3(args.steps, args.eval_every, args.seed)
     print(f"sb3:    {sb3_wall:.1f} s, success {sb3_curve}")
     ratio = rl_wall / sb3_wall
     print(f"wall time rlpipe / sb3 = {ratio:.2f} (goal <= 0.5)")

@@ -305,9 +305,11 @@ class VectorEnvManager:
             success = final_success(info, rows)
         self.vector_steps += 1
         failed_rows = _failed_steps(info, len(done))
-        skip = self.nonfinite.check(self.vector_steps, {"reward": reward, "next_obs": final_next_obs,
-                                                        "reset obs": next_obs})
-        if skip.any():  # those steps fail: their episodes end, truncated, and start again
+        fields = {"reward": reward, "next_obs": final_next_obs}
+        if final_next_obs is not next_obs:  # episodes ended: the new episodes' first observations too
+            fields["reset obs"] = next_obs
+        skip = self.nonfinite.check(self.vector_steps, fields)
+        if skip is not None:  # those steps fail: their episodes end, truncated, and start again
             reward, truncated, failed_rows = np.where(skip, 0.0, reward), truncated | skip, failed_rows | skip
             next_obs = self._reset_envs(skip, next_obs)
             done, success = terminated | truncated, None
