@@ -55,6 +55,8 @@ class EpisodeStats:
         """
         self._return += reward
         self._length += 1
+        if not done.any():  # most steps: nothing ended
+            return []
         rows = np.flatnonzero(done)
         ended = [
             FinishedEpisode(int(row), float(self._return[row]), int(self._length[row]),
