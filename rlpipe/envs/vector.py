@@ -72,6 +72,8 @@ def worker_reports_to_log() -> Iterator[None]:
                     worker_report_log.debug("%s", text)
                 else:
                     warnings.warn_explicit(report.message, report.category, report.filename, report.lineno)
+
+
 WORKER_FAILURES = (multiprocessing.TimeoutError, EOFError, BrokenPipeError, ConnectionResetError)
 """What waiting on subprocess environments raises when a worker hangs or has died."""
 
@@ -137,13 +139,14 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
     A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
     the one place where actions meet the env's bounds, so policies, buffers and random
     collection all work in [-1, 1]. Every environment is recreated when it crashes
-    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid, Gymnasium-Robotics) is a one-line
-    :class:`MissingDependencyError` naming the extra to install.
+    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid,
+    Gymnasium-Robotics) is a one-line :class:`MissingDependencyError` naming the extra to install.
     """
     register_envs()
     module, env_id = split_module_id(env_id)
+    import_env_modules(imports, "env.import")
+    import_env_modules([module] if module else [], "env.env_id")
     modules = [*imports, *([module] if module else [])]
-    import_env_modules(modules, "env.import" if module is None else "env.env_id")
     user_wrappers = resolve_wrappers(wrappers)
     import_package = _package_importer(env_id)
     if import_package is not None:
