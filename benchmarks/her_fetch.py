@@ -2,10 +2,12 @@
 
 Both train SAC with hindsight relabelling for ``--steps`` env steps with the rl-zoo's
 FetchReach settings: future goals for 80% of sampled transitions (SB3: ``n_sampled_goal=4``),
-[64, 64] networks, gamma 0.95, batch 256, lr 1e-3, 1,000 random steps, one gradient update
-per env step, normalised observations (SB3: ``VecNormalize(norm_reward=False)``), one torch
-thread. Every ``--eval-every`` env steps each is evaluated on 20 episodes with its
-deterministic action, and that evaluation is part of the wall time of both.
+[64, 64] networks, gamma 0.95, batch 256, lr 1e-3, 1,000 random steps, normalised
+observations (SB3: ``VecNormalize(norm_reward=False)``), one torch thread. SB3 takes the
+zoo's one gradient update per env step; rlpipe its preset's one per 2 env steps, or with
+``--updates-per-episode 50`` one per step like SB3 (the per-update comparison). Every
+``--eval-every`` env steps each is evaluated on 20 episodes with its deterministic action,
+and that evaluation is part of the wall time of both.
 
 ``wall_ratio = rlpipe wall time / SB3 wall time`` for the same env steps (goal <= 0.5). Also
 printed: each one's success-rate curve and the first env step with a success rate >= 0.9.
@@ -24,6 +26,7 @@ import multiprocessing
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -37,14 +40,15 @@ from rlpipe.utils.metrics import read_metrics
 
 ENV_ID = "FetchReach-v4"
 EVAL_EPISODES = 20
+EPISODE_STEPS = 50
 
 
-def run_rlpipe(steps: int, eval_every: int, seed: int) -> tuple[float, dict[int, float]]:
+def run_rlpipe(steps: int, eval_every: int, seed: int, updates_per_episode: int) -> tuple[float, dict[int, float]]:
     """Wall time and evaluation success rate by env step of the preset's run."""
     cfg = load_config("fetchreach-sac-her", [
-        f"seed={seed}", f"run.max_env_step={steps}", "run.progress=false",
-        f"env.n_evaluator_episode={EVAL_EPISODES}",
-        f"policy.eval.evaluator.eval_freq={eval_every}",  # train iterations = env steps after the random ones
+        f"seed={seed}", f"run.max_env_step={steps}", "run.progress=false", f"env.n_evaluator_episode={EVAL_EPISODES}",
+        f"policy.learn.update_per_collect={updates_per_episode}",
+        f"policy.eval.evaluator.eval_freq={eval_every * updates_per_episode // EPISODE_STEPS}",  # train iterations
         f"run.save_freq={steps}",
     ])
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,7 +83,7 @@ def run_sb3(steps: int, eval_every: int, seed: int) -> tuple[float, dict[int, fl
         for episode in range(EVAL_EPISODES):
             obs, _ = evaluator.reset(seed=10_000 + seed + done + episode)
             info: dict = {}
-            for _ in range(50):
+            for _ in range(EPISODE_STEPS):
                 action, _ = model.predict(env.normalize_obs(obs), deterministic=True)
                 obs, _, terminated, truncated, info = evaluator.step(action)
                 if terminated or truncated:
@@ -89,8 +93,10 @@ def run_sb3(steps: int, eval_every: int, seed: int) -> tuple[float, dict[int, fl
     return time.perf_counter() - start, curve
 
 
-def run_one(job: tuple[Callable[[int, int, int], tuple[float, dict[int, float]]], int, int, int]
-            ) -> tuple[float, dict[int, float]]:
+Job = tuple[Callable[[int, int, int], tuple[float, dict[int, float]]], int, int, int]
+
+
+def run_one(job: Job) -> tuple[float, dict[int, float]]:
     """One runner on one torch thread, with the robotics envs registered (also in a fresh process)."""
     runner, steps, eval_every, seed = job
     torch.set_num_threads(1)
@@ -108,9 +114,12 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--one-at-a-time", action="store_true", help="run rlpipe, then SB3 (default: both at once)")
+    parser.add_argument("--updates-per-episode", type=int, default=None,
+                        help="rlpipe's gradient updates per 50-step episode (default: the preset's 25; SB3 does 50)")
     args = parser.parse_args()
-    runners = [run_rlpipe, run_sb3]
-    jobs = [(runner, args.steps, args.eval_every, args.seed) for runner in runners]
+    updates = args.updates_per_episode or load_config("fetchreach-sac-her").policy.learn.update_per_collect
+    jobs: list[Job] = [(runner, args.steps, args.eval_every, args.seed)
+                       for runner in (partial(run_rlpipe, updates_per_episode=updates), run_sb3)]
     if args.one_at_a_time:
         results = [run_one(job) for job in jobs]
     else:
@@ -122,7 +131,7 @@ def main() -> None:
     ratio = rl_wall / sb3_wall
     print(f"wall time rlpipe / sb3 = {ratio:.2f} (goal <= 0.5)")
     print(json.dumps({
-        "steps": args.steps, "seed": args.seed,
+        "steps": args.steps, "seed": args.seed, "rlpipe_updates_per_episode": updates,
         "rlpipe_wall_s": round(rl_wall, 1), "sb3_wall_s": round(sb3_wall, 1),
         "rlpipe_first_success_0_9_step": first_at(rl_curve), "sb3_first_success_0_9_step": first_at(sb3_curve),
         "rlpipe_final_success": rl_curve[max(rl_curve)], "sb3_final_success": sb3_curve[max(sb3_curve)],
