@@ -52,7 +52,10 @@ class NonFiniteGuard:
 
     def check_action(self, step: int, action: np.ndarray) -> None:
         """Raise :class:`NonFiniteError` when an action of vector step ``step`` is NaN or infinite."""
-        bad = _bad_rows(np.asarray(action))
+        action = np.asarray(action)
+        if action.dtype.kind not in "fc":  # discrete actions are always finite
+            return
+        bad = _bad_rows(action)
         if bad.any():
             env = int(np.flatnonzero(bad)[0])
             kind = "a NaN" if np.isnan(np.asarray(action)[env]).any() else "an infinite"
@@ -63,7 +66,10 @@ class NonFiniteGuard:
         """``fields`` maps names (``reward``, ``next_obs``, ...) to ``[num_envs, ...]`` arrays of
         vector step ``step``; returns the mask of envs to skip (``skip`` only), or None when
         there is nothing to skip. All finite, the usual case, costs one ``isfinite`` per field."""
-        if all(values.dtype.kind not in "fc" or np.isfinite(values).all() for values in fields.values()):
+        for values in fields.values():  # a plain loop: this runs at every env step
+            if values.dtype.kind in "fc" and not np.isfinite(values).all():
+                break
+        else:
             return None
         bad = {name: _bad_rows(values) for name, values in fields.items()}
         any_bad = np.logical_or.reduce(list(bad.values()))

@@ -15,7 +15,6 @@ for every environment.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import warnings
@@ -218,7 +217,7 @@ class VectorEnvManager:
             [factory] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP
         )
         self._env = self._make_vector()
-        self._reports = worker_reports_to_log if asynchronous else contextlib.nullcontext
+        self._asynchronous = asynchronous
         self._step_timeout = step_timeout
         self._max_consecutive_restarts = max_consecutive_restarts
         self._consecutive_restarts = 0
@@ -251,7 +250,9 @@ class VectorEnvManager:
         with its own seed); without, they go on with their random streams, so every reset starts
         new, yet reproducible, episodes.
         """
-        with self._reports():
+        if not self._asynchronous:
+            return self._reset(seed)
+        with worker_reports_to_log():
             return self._reset(seed)
 
     def _reset(self, seed: int | None) -> np.ndarray:
@@ -279,7 +280,9 @@ class VectorEnvManager:
         after a hang cannot be reproduced anyway.
         """
         self.nonfinite.check_action(self.vector_steps + 1, action)
-        with self._reports():
+        if not self._asynchronous:
+            return self._step(action)
+        with worker_reports_to_log():
             return self._step(action)
 
     def _step(self, action: np.ndarray) -> dict[str, np.ndarray]:
