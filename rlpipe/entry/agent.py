@@ -71,6 +71,10 @@ class Agent:
         space = self.observation_space
         if isinstance(space, gym.spaces.Dict):
             if isinstance(obs, Mapping):
+                missing = sorted(set(space.spaces) - set(obs))
+                if missing:
+                    raise ValueError(f"predict expects a dict observation with keys {sorted(space.spaces)}; "
+                                     f"{missing} missing")
                 key = next(iter(space.spaces))
                 batched = np.ndim(obs[key]) > len(space[key].shape or ())
                 if not batched:

@@ -16,7 +16,7 @@ import torch
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.schema import CONTINUOUS_POLICY_TYPES
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
-from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
+from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
@@ -167,48 +167,57 @@ def make_buffer(cfg: Config) -> DequeBuffer:
     return buffer
 
 
-def _goal_env_reporting_success(cfg: Config) -> bool:
-    """Whether ``cfg``'s env is a goal env whose steps report success (one env, reset and stepped
-    once with a random action, then closed)."""
+@dataclass(frozen=True)
+class GoalProbe:
+    """What one env of a config says about goals: what eval_metric ``auto`` and HER need to know."""
+
+    layout: GoalLayout | None
+    """Its goal layout when it observes a goal dict (None: flat observations)."""
+    has_compute_reward: bool
+    """Whether it offers ``compute_reward(achieved_goal, desired_goal, info)``."""
+    reports_success: bool
+    """Whether a goal env's step reports success (``is_success`` or ``success`` in its info)."""
+
+
+def probe_goals(cfg: Config) -> GoalProbe:
+    """Make one env of ``cfg``, reset and step a goal env once with a random action, and close it."""
     probe = make_env_factory(cfg)()
     try:
-        if find_goal_layout(probe) is None:
-            return False
-        probe.reset(seed=cfg.seed)
-        probe.action_space.seed(cfg.seed)
-        info = probe.step(probe.action_space.sample())[-1]
-        return any(key in info for key in SUCCESS_KEYS)
+        layout = find_goal_layout(probe)
+        has_compute_reward = callable(getattr(probe.unwrapped, "compute_reward", None))
+        reports_success = False
+        if layout is not None:
+            probe.reset(seed=cfg.seed)
+            probe.action_space.seed(cfg.seed)
+            info = probe.step(probe.action_space.sample())[-1]
+            reports_success = any(key in info for key in SUCCESS_KEYS)
+        return GoalProbe(layout, has_compute_reward, reports_success)
     finally:
         probe.close()
 
 
-def resolve_eval_metric(cfg: Config) -> Config:
+def resolve_eval_metric(cfg: Config, goals: GoalProbe) -> Config:
     """``cfg`` with ``env.eval_metric`` ``auto`` made concrete: success_rate for goal envs that
     report success (``info['is_success']``), else return."""
     if cfg.env.eval_metric != "auto":
         return cfg
     resolved = cfg.model_copy(deep=True)
-    resolved.env.eval_metric = "success_rate" if _goal_env_reporting_success(cfg) else "return"
+    resolved.env.eval_metric = "success_rate" if goals.reports_success else "return"
     return resolved
 
 
-def make_her_reward_model(cfg: Config) -> HerRewardModel:
+def make_her_reward_model(cfg: Config, goals: GoalProbe) -> HerRewardModel:
     """HER relabelling for ``cfg.policy.other.her``: bit-flip style observations by default, or
     through a goal environment's own ``compute_reward`` when the env observes a goal dict."""
     her = cfg.policy.other.her
     if her is None:
         raise ConfigError("config key 'policy.other.her' must be set to use hindsight experience replay")
-    probe = make_env_factory(cfg)()
-    try:
-        layout = find_goal_layout(probe)
-        has_goals = layout is not None or callable(getattr(probe.unwrapped, "compute_reward", None))
-    finally:
-        probe.close()
-    if not has_goals:
+    if goals.layout is None and not goals.has_compute_reward:
         raise ConfigError(
             f"policy.other.her needs a goal env; env '{cfg.env.env_id}' has no compute_reward(achieved_goal, "
             "desired_goal, info) (a dict-observation goal env, or a flat one like rlpipe/BitFlip-v0)"
         )
+    layout = goals.layout
     if layout is None:  # a flat goal env: [state | goal] halves, as rlpipe/BitFlip-v0
         return HerRewardModel(her)
     return HerRewardModel(her, merge_func=layout.merge, split_func=layout.split,
@@ -272,8 +281,12 @@ def build_parts(cfg: Config) -> Parts:
     seed_everything(cfg.seed, cfg.run.torch_threads)
     collector_env, evaluator_env = make_envs(cfg)
     try:
-        cfg = resolve_eval_metric(fill_model_shapes(cfg, collector_env))
-        her_reward_model = make_her_reward_model(cfg) if cfg.policy.other.her is not None else None
+        cfg = fill_model_shapes(cfg, collector_env)
+        her = cfg.policy.other.her is not None
+        if her or cfg.env.eval_metric == "auto":  # one env, made once, answers both
+            goals = probe_goals(cfg)
+            cfg = resolve_eval_metric(cfg, goals)
+        her_reward_model = make_her_reward_model(cfg, goals) if her else None
         policy = make_policy(cfg)
         reward_model = make_reward_model(cfg)
         return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model)

@@ -49,9 +49,9 @@ class RunSummary:
         key = "success_rate" if self.eval_metric == "success_rate" else "return_mean"
         for record in records:
             if record.get("kind") == "eval" and key in record:
-                self._add_evaluation(float(record[key]), int(record["env_step"]), stop_value)
+                self.add_evaluation(float(record[key]), int(record["env_step"]), stop_value)
 
-    def _add_evaluation(self, value: float, env_step: int, stop_value: float) -> None:
+    def add_evaluation(self, value: float, env_step: int, stop_value: float) -> None:
         """Fold in one evaluation; a NaN or infinite figure (``env.nonfinite=warn``) is never best
         or solved."""
         self.last_eval_return = value
@@ -96,7 +96,7 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
         s.env_step, s.train_iter = ctx.env_step, ctx.train_iter
         s.wall_time_s = round(time.perf_counter() - self._start, 2)
         if ctx.eval_value is not None:
-            s._add_evaluation(ctx.eval_value, ctx.env_step, self._stop_value)
+            s.add_evaluation(ctx.eval_value, ctx.env_step, self._stop_value)
         now = time.perf_counter()
         if self._path is not None and (ctx.eval_value is not None or now - self._written >= SUMMARY_EVERY_S):
             s.write(self._path)

@@ -4,7 +4,6 @@ temporary file is left. A refused resume changes nothing; a run killed before it
 checkpoint can be started again in place."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -13,23 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from rlpipe.cli.main import main
-from rlpipe.utils.metrics import read_metrics
 from tests.cli_errors import one_line_error
+from tests.run_checks import snapshot, summary_agrees_with_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ["run.progress=false", "policy.collect.n_sample=32", "policy.learn.batch_size=16",
         "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
         "run.save_freq=4", "run.keep_checkpoints=2", "run.log_freq=4"]
-
-
-def snapshot(run_dir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
-
-
-def records_agree(run_dir: Path) -> None:
-    summary = json.loads((run_dir / "summary.json").read_text())
-    returns = [r["return_mean"] for r in read_metrics(run_dir) if r["kind"] == "eval"]
-    assert summary["best_eval_return"] == max(returns)
 
 
 def test_kill_9_at_random_moments_then_resume(tmp_path):
@@ -51,7 +40,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
             process = subprocess.Popen([*command, "resume", str(run), "--no-progress"], cwd=REPO,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert main(["resume", str(run), "--no-progress", "run.max_env_step=1"]) == 0  # resumes, stops at once
-    records_agree(run)
+    summary_agrees_with_metrics(run)
     assert not [p for p in run.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
 
 
@@ -73,6 +62,6 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again_in_place(tmp_path
     assert err.endswith(f"start it again with `rlpipe train {run / 'config.yaml'} --run-dir {run} --overwrite-empty`")
     assert "already holds a run" in one_line_error(capsys, ["train", "cartpole-dqn", "--run-dir", str(run)])
     assert main(["train", str(run / "config.yaml"), "--run-dir", str(run), "--overwrite-empty"]) == 0
-    records_agree(run)
+    summary_agrees_with_metrics(run)
     assert "holds checkpoints" in one_line_error(capsys, ["train", str(run / "config.yaml"), "--run-dir", str(run),
                                                           "--overwrite-empty"])

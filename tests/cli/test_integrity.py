@@ -10,6 +10,7 @@ import pytest
 
 from rlpipe.cli.main import main
 from tests.cli_errors import one_line_error
+from tests.run_checks import snapshot
 
 TINY = ["run.max_env_step=200", "run.progress=false", "policy.collect.n_sample=40", "policy.learn.batch_size=16",
         "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
@@ -22,10 +23,6 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
     for name in ("a", "b"):  # two runs of the same preset and seed: same shapes, other run ids
         assert main(["train", "cartpole-dqn", *TINY, "--run-dir", str(root / name)]) == 0
     return root / "a", root / "b"
-
-
-def snapshot(run_dir: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
 
 
 def test_every_flip_of_the_buffer_file_is_refused(runs, tmp_path, capsys):

@@ -75,3 +75,16 @@ def test_predict_names_a_wrong_observation_shape():
 def test_load_names_a_missing_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="no run directory or checkpoint at"):
         rlpipe.load(tmp_path / "nothing")
+
+
+def test_predict_names_the_missing_keys_of_a_dict_observation():
+    from tests.goal_envs import POINT_ID
+
+    cfg = load_config({"env": {"env_id": POINT_ID}, "policy": {
+        "type": "sac", "model": {"obs_shape": 7, "action_shape": 2}, "learn": {"target_theta": 0.005}}})
+    agent = Agent(cfg, make_policy(cfg))
+    good = agent.observation_space.sample()
+    assert agent.predict(good).shape == (2,)
+    with pytest.raises(ValueError, match=r"keys \['achieved_goal', 'desired_goal', 'observation'\]; "
+                                         r"\['desired_goal'\] missing"):
+        agent.predict({key: value for key, value in good.items() if key != "desired_goal"})

@@ -280,12 +280,18 @@ def test_learns_the_best_action_of_a_one_step_reward():
     np.testing.assert_allclose(policy.eval_mode.forward(batch["obs"][:1]), 0.5, atol=0.1)
 
 
-def test_accepts_torch_tensors():
-    policy = make_policy()
-    batch = {k: torch.as_tensor(v) for k, v in make_batch(0).items()}
+@pytest.mark.parametrize("obs_norm", [False, True])
+def test_accepts_torch_tensors(obs_norm):
+    cfg = sac_cfg()
+    cfg.model.obs_norm = obs_norm
+    policy = make_policy(cfg)
+    batch = {k: torch.as_tensor(v) for k, v in make_batch(0).items()}  # the seed's data: dicts of tensors
     out = policy.learn_mode.forward(batch)
     assert np.isfinite(out["total_loss"])
     assert policy.collect_mode.forward(batch["obs"]).shape == (16, ACT)
+    if obs_norm:
+        mean = policy.state_dict()["obs_stats"]["mean"]
+        torch.testing.assert_close(mean, batch["obs"].double().mean(0))
 
 
 def test_obs_norm_feeds_every_network_running_normalised_observations():
