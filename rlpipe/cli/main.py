@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--overwrite-empty", action="store_true",
                        help="start again in a run directory whose run stopped before its first checkpoint")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument("--backend", choices=("local", "ray"), default=None,
+                       help="local: one process (default); ray: collector actors on Ray feed this process's learner")
+    train.add_argument("--collectors", type=_positive_int, default=None,
+                       help="collector actors with --backend ray (distributed.collectors)")
+    train.add_argument("--address", default=None,
+                       help="a running Ray cluster's address (ray start --head) with --backend ray")
 
     resume = sub.add_parser("resume", help="continue a run from its latest checkpoint and saved buffer")
     resume.add_argument("run_dir", type=Path)
@@ -82,11 +88,17 @@ def _announce(line: str) -> None:
 def _cmd_train(args: argparse.Namespace) -> int:
     from rlpipe.entry.train import default_run_dir, train
 
-    overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
+    overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else []), *_distributed_overrides(args)]
     cfg = load_config(args.config, overrides)
     run_dir = args.run_dir or default_run_dir(cfg)
     summary = train(cfg, run_dir, announce=_announce, overwrite_empty=args.overwrite_empty)
     return _finish("train", run_dir, summary)
+
+
+def _distributed_overrides(args: argparse.Namespace) -> list[str]:
+    """``--backend``, ``--collectors`` and ``--address`` as the ``distributed.*`` overrides they stand for."""
+    flags = {"backend": args.backend, "collectors": args.collectors, "address": args.address}
+    return [f"distributed.{key}={value}" for key, value in flags.items() if value is not None]
 
 
 def _finish(command: str, run_dir: Path, summary: RunSummary) -> int:

@@ -231,6 +231,28 @@ class RewardModelConfig(_Strict):
     feature_size: PositiveInt = Field(64, description="Output size of RND's networks and of ICM's encoder.")
 
 
+class DistributedConfig(_Strict):
+    """Where the pipeline runs: one process (``local``) or collector actors on Ray feeding this process's learner."""
+
+    backend: Literal["local", "ray"] = Field(
+        "local", description="local: one process; ray: collector actors on Ray (the 'ray' extra) feed the learner."
+    )
+    collectors: PositiveInt = Field(1, description="Collector actors (ray), each with env.collector_env_num envs.")
+    address: str | None = Field(
+        None, description="Address of a running Ray cluster (ray start --head); None: start one on this machine."
+    )
+    sync_every: PositiveInt = Field(
+        400, description="The learner broadcasts its weights to the collectors every this many env steps they deliver."
+    )
+    max_in_flight: PositiveInt = Field(2, description="Fragments a collector may have outstanding (back-pressure).")
+    max_restarts: int = Field(
+        10, ge=-1, description="Times Ray restarts a collector actor whose process died (-1: without limit)."
+    )
+    object_store_mb: PositiveInt = Field(
+        512, description="Cap of Ray's object store in MiB when rlpipe starts the cluster itself."
+    )
+
+
 class Config(_Strict):
     """The whole experiment."""
 
@@ -242,6 +264,7 @@ class Config(_Strict):
         None, description="A learned intrinsic reward (RND, ICM) mixed into the training batches; None: off."
     )
     run: RunConfig = Field(default_factory=RunConfig)
+    distributed: DistributedConfig = Field(default_factory=DistributedConfig)
 
     @property
     def env_steps_per_collect(self) -> int | None:
@@ -314,6 +337,9 @@ class Config(_Strict):
             )
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")
+        if self.distributed.backend == "ray" and policy.other.her is not None:
+            raise ValueError("distributed.backend 'ray' collects single steps; HER's episode collection runs "
+                             "with distributed.backend=local")
         if self.env.step_timeout is not None and not self.env.asynchronous:
             raise ValueError("env.step_timeout needs env.asynchronous=true (only a subprocess can be stopped)")
         return self

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rlpipe.config import ConfigError
+from rlpipe.config import Config, ConfigError
 from rlpipe.entry.build import Parts
+from rlpipe.envs import VectorEnvManager
 from rlpipe.framework import Task
 from rlpipe.framework.middleware import (
     EpisodeCollector,
@@ -23,6 +24,7 @@ from rlpipe.framework.middleware import (
     reward_model_trainer,
     termination_checker,
 )
+from rlpipe.policy import Policy
 
 INSERTION_POINTS = ("before_collect", "after_collect", "before_learn", "after_learn", "before_evaluate",
                     "after_evaluate")
@@ -39,8 +41,23 @@ def check_insertion_points(middleware: Mapping[str, Sequence[Middleware]]) -> No
         raise ConfigError(f"unknown middleware insertion point '{unknown[0]}' (use {', '.join(INSERTION_POINTS)})")
 
 
+def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnvManager) -> Task:
+    """Add (explore) -> collect -> (n-step) to ``task``: the part of the pipeline that acts
+    (role COLLECTOR), leaving the transitions in ``ctx.trajectories``.
+
+    An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise),
+    uniformly random actions for the first ``policy.random_collect_size`` env steps.
+    """
+    if cfg.policy.type == "dqn":
+        task.use(eps_greedy_handler(cfg))
+    task.use(StepCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))
+    task.use(nstep_reward_enhancer(cfg))
+    return task
+
+
 def use_training_pipeline(
-    task: Task, parts: Parts, middleware: Mapping[str, Sequence[Middleware]] | None = None
+    task: Task, parts: Parts, middleware: Mapping[str, Sequence[Middleware]] | None = None,
+    collect: Middleware | None = None,
 ) -> Task:
     """Add (explore) -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
 
@@ -49,7 +66,9 @@ def use_training_pipeline(
     mixed into each batch by the learner, and its own training after the learner); whole
     episodes and ``HERLearner`` when ``parts`` has a HER reward model. Saving, logging and
     progress are the caller's to add. ``middleware`` maps :data:`INSERTION_POINTS` to the
-    caller's own middleware, added there in the order given.
+    caller's own middleware, added there in the order given. ``collect`` replaces the
+    collect half (:func:`use_collect_half`) with a middleware that fills ``ctx.trajectories``
+    and the counters itself: the Ray backend's receiver of remote collectors' fragments.
     """
     cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
     extra = middleware or {}
@@ -59,13 +78,12 @@ def use_training_pipeline(
         for fn in extra.get(point, ()):
             task.use(fn)
 
-    random_steps = cfg.policy.random_collect_size
     insert("before_collect")
-    if cfg.policy.type == "dqn":
-        task.use(eps_greedy_handler(cfg))
     if parts.her_reward_model is None:
-        task.use(StepCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
-        task.use(nstep_reward_enhancer(cfg))
+        if collect is None:
+            use_collect_half(task, cfg, policy, parts.collector_env)
+        else:
+            task.use(collect)
         task.use(data_pusher(cfg, buffer))
         insert("after_collect")
         insert("before_learn")
@@ -73,7 +91,9 @@ def use_training_pipeline(
         if parts.reward_model is not None:
             task.use(reward_model_trainer(cfg, parts.reward_model, buffer))
     else:
-        task.use(EpisodeCollector(cfg, policy.collect_mode, parts.collector_env, random_steps))
+        if cfg.policy.type == "dqn":
+            task.use(eps_greedy_handler(cfg))
+        task.use(EpisodeCollector(cfg, policy.collect_mode, parts.collector_env, cfg.policy.random_collect_size))
         task.use(data_pusher(cfg, buffer))
         insert("after_collect")
         insert("before_learn")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from rlpipe.framework.middleware import (
     progress_bar,
     restore_checkpoint,
 )
+from rlpipe.policy import Policy
 from rlpipe.utils.checkpoint import CheckpointError
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
@@ -188,6 +190,24 @@ def train(
     return tracker.summary
 
 
+@contextmanager
+def remote_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware | None]:
+    """With ``distributed.backend=ray``: collector actors on Ray, and the middleware that feeds
+    their fragments to the learner (:func:`~rlpipe.distributed.ray_collectors.fragment_receiver`);
+    the actors stop at the end. None with the local backend: the collect half runs in this process."""
+    if cfg.distributed.backend == "local":
+        yield None
+        return
+    from rlpipe.distributed import RayCollectors, fragment_receiver, ray_session  # Ray: an optional extra
+
+    with ray_session(cfg.distributed, cfg.distributed.collectors) as ray:
+        collectors = RayCollectors(ray, cfg, policy)
+        try:
+            yield fragment_receiver(collectors)
+        finally:
+            collectors.close()
+
+
 def _run_pipeline(
     parts: Parts, ctx: OnlineRLContext, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker,
     stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None,
@@ -199,9 +219,10 @@ def _run_pipeline(
     if ctx.env_step > 0:
         parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
-    with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
+    with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show, \
+            remote_collect_half(cfg, parts.policy) as collect:
         task.use(stop)
-        use_training_pipeline(task, parts, middleware)
+        use_training_pipeline(task, parts, middleware, collect)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
                            keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
                            config=cfg.model_dump(mode="json"), run_id=tracker.summary.run_id))

@@ -135,6 +135,8 @@ class ActorCriticPolicy(ABC):
     :attr:`checkpointed`, and defines the three ``_forward_*``.
     """
 
+    acting: tuple[str, ...] = ("actor",)
+    """Attributes (modules) ``collect_mode`` acts with: what a remote collector takes from the learner."""
     checkpointed: tuple[str, ...] = ()
     """Attributes with ``state_dict``/``load_state_dict`` (modules, optimizers) a checkpoint holds."""
 
@@ -197,6 +199,21 @@ class ActorCriticPolicy(ABC):
         if self._obs_stats is not None:
             state["obs_stats"] = self._obs_stats.state_dict()
         return {**state, "train_iter": self._train_iter, "rng": self._rng.state_dict()}
+
+    def acting_state_dict(self) -> dict[str, Any]:
+        """What ``collect_mode`` acts with: the parts in :attr:`acting` and, with ``obs_norm``, the
+        observation statistics (what a remote collector needs; no critic, optimizer or generator)."""
+        state = {name: getattr(self, name).state_dict() for name in self.acting}
+        if self._obs_stats is not None:
+            state["obs_stats"] = self._obs_stats.state_dict()
+        return state
+
+    def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Take what :meth:`acting_state_dict` returned; the rest (critics, generators, ...) stays."""
+        for name in self.acting:
+            getattr(self, name).load_state_dict(state_dict[name])
+        if self._obs_stats is not None:
+            self._obs_stats.load_state_dict(state_dict["obs_stats"])
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore everything :meth:`state_dict` returned."""

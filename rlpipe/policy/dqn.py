@@ -235,6 +235,14 @@ class DQNPolicy:
             "rng": self._rng.bit_generator.state,
         }
 
+    def acting_state_dict(self) -> dict[str, Any]:
+        """What ``collect_mode`` acts with: the online network (what a remote collector needs of the learner)."""
+        return {"model": self.model.state_dict()}
+
+    def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Take the online network :meth:`acting_state_dict` returned; target, optimizer and generator stay."""
+        self.model.load_state_dict(state_dict["model"])
+
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore everything :meth:`state_dict` returned."""
         self.model.load_state_dict(state_dict["model"])

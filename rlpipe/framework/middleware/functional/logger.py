@@ -29,7 +29,8 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
     Reads ``ctx.train_output`` (a list of learn-output dicts), ``ctx.reward_model_output``
     (a learned reward model's figures, averaged into the same records),
     ``ctx.collect_episode_stats`` (written as ``train_episode_return_mean``,
-    ``train_episode_length_mean`` and ``train_success_rate``), ``ctx.eval_value``,
+    ``train_episode_length_mean`` and ``train_success_rate``), ``ctx.distributed_stats``
+    (remote collectors' figures, written as they are), ``ctx.eval_value``,
     ``ctx.eval_output``, ``ctx.train_iter``, ``ctx.env_step`` and ``ctx.collect_kwargs``'s
     ``eps`` (written as ``eps``). Each train record after the first also has
     ``env_steps_per_s`` and ``updates_per_s`` since the previous one (wall clock,
@@ -53,6 +54,7 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
                 **_scalar_means(pending),
                 **(_scalar_means(pending_reward_model) if pending_reward_model else {}),
                 **{f"train_{k}": v for k, v in (ctx.collect_episode_stats or {}).items()},
+                **(ctx.distributed_stats or {}),
             }
             if last_env_step is not None:
                 elapsed = max(now - last_time, 1e-9)

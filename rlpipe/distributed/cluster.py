@@ -1,0 +1,78 @@
+"""Connecting to Ray, offline and quiet: the one place rlpipe calls ``ray.init``.
+
+Ray is an optional extra (``pip install rlpipe[ray]``, ``scripts/setup.sh ray``); without it
+``distributed.backend=ray`` is a one-line error. Usage statistics are off, no dashboard is
+started, and a cluster rlpipe starts itself has a capped object store.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+
+from rlpipe.config.schema import DistributedConfig
+from rlpipe.errors import RlpipeError
+
+QUIET_RAY_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",  # no usage report leaves the machine
+    "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
+    "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+}
+"""Environment set before Ray starts (its workers inherit it)."""
+LOOPBACK_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+"""Set before ``import ray`` for a cluster on this machine alone: Ray then takes 127.0.0.1 as the
+node's address instead of finding the address other machines would reach (which it does by
+asking the routing table for a path to 8.8.8.8), so all its traffic stays on the loopback."""
+LOOPBACK = "127.0.0.1"
+
+
+class RayMissingError(RlpipeError, ImportError):
+    """``distributed.backend=ray`` without the ``ray`` package."""
+
+
+def import_ray() -> ModuleType:
+    """The ``ray`` module, or a one-line error saying which extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise RayMissingError(
+            "config key 'distributed.backend' is 'ray' but the ray package is not installed: "
+            "run scripts/setup.sh ray (or pip install 'rlpipe[ray]')"
+        ) from None
+    return ray
+
+
+@contextmanager
+def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleType]:
+    """Ray, ready for ``num_collectors`` collector actors; shut down afterwards if started here.
+
+    A Ray session already open in this process (a test's, a notebook's) is used as it is.
+    Otherwise rlpipe connects to ``cfg.address`` (a cluster from ``ray start --head``) or
+    starts a local one on the loopback address with at least one CPU slot per collector, so
+    that more collectors than cores still run (sharing the cores) instead of waiting for a
+    slot forever. (Ray's own start-up still asks cloud metadata servers what machine it is
+    on; the tests point ``http_proxy`` at a closed local port so that nothing leaves.)
+    """
+    local = cfg.address is None
+    for key, value in {**QUIET_RAY_ENV, **(LOOPBACK_RAY_ENV if local else {})}.items():
+        os.environ.setdefault(key, value)
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    options: dict[str, object] = {"include_dashboard": False, "logging_level": logging.ERROR,
+                                  "log_to_driver": False}
+    if local:
+        options.update(num_cpus=max(os.cpu_count() or 1, num_collectors),
+                       object_store_memory=cfg.object_store_mb * 2**20, _node_ip_address=LOOPBACK)
+    try:
+        ray.init(address=cfg.address, **options)
+    except ConnectionError as err:
+        raise RlpipeError(f"config key 'distributed.address': cannot reach a Ray cluster at {cfg.address} "
+                          f"({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

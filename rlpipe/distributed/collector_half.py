@@ -1,0 +1,90 @@
+"""The collect half of the training pipeline as a unit of its own: what each remote collector runs.
+
+A :class:`CollectorHalf` owns its vector environments, a copy of the policy that only acts,
+and a :class:`~rlpipe.framework.Task` with the role COLLECTOR running exactly the middleware
+:func:`~rlpipe.entry.pipeline.use_collect_half` adds in a local run (explore, collect,
+n-step). Each :meth:`CollectorHalf.collect` is one iteration of that task, handed back as a
+:class:`Fragment`. Nothing here knows about Ray: the Ray actor is a thin shell around it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rlpipe.config import Config
+from rlpipe.distributed.fragment import Fragment
+from rlpipe.entry.build import make_policy, make_vector_env, seed_everything
+from rlpipe.entry.pipeline import use_collect_half
+from rlpipe.framework import OnlineRLContext, Role, Task
+
+COLLECTOR_SEED_STRIDE = 100_000
+"""Collector ``i`` seeds its envs and exploration with ``seed + i * COLLECTOR_SEED_STRIDE``:
+collector 0 acts as a local run would, the others on streams of their own (the evaluator's
+envs use ``seed + 10,000``, see :mod:`rlpipe.entry.build`)."""
+
+
+class CollectorHalf:
+    """Explore, collect and n-step for one collector of a run, as ``cfg`` describes them.
+
+    ``cfg`` is the learner's config with the model sizes filled in. The policy is built as
+    the learner's is, but it never learns: it takes the learner's acting weights
+    (``acting_state_dict``) when :meth:`collect` is given them.
+    """
+
+    def __init__(self, cfg: Config, index: int) -> None:
+        self.index = index
+        self._seed = cfg.seed + index * COLLECTOR_SEED_STRIDE
+        seed_everything(self._seed, torch_threads=1)  # one core per collector; the learner has its own
+        self._env = make_vector_env(cfg, cfg.env.collector_env_num, self._seed)
+        self._policy = make_policy(cfg.model_copy(update={"seed": self._seed}))
+        self._task = Task().add_role(Role.COLLECTOR)
+        use_collect_half(self._task, cfg, self._policy, self._env)
+        self._task.use(self._hand_over)
+        self._version = 0
+        self._sequence = 0
+        self._fragment: Fragment | None = None
+        self._started = False
+        self._before = (0, 0)  # the context's env_step and env_episode when the current collection began
+
+    def collect(self, learner_env_step: int, weights: tuple[int, Mapping[str, Any]] | None = None) -> Fragment:
+        """Collect one fragment, first taking ``weights`` (``(policy version, acting state)``) if given.
+
+        ``learner_env_step`` is the run's env step count as the learner knows it: exploration
+        schedules and ``random_collect_size`` follow the run's count, not this collector's
+        share of it. A collector that starts in a run already under way (a resumed run, or
+        a restart after its process died) begins with fresh episodes seeded by that count,
+        as a resumed local run does.
+        """
+        if weights is not None:
+            self._version, state = weights
+            self._policy.load_acting_state_dict(state)  # type: ignore[attr-defined]
+        if not self._started and learner_env_step > 0:
+            self._env.reset(seed=self._seed + learner_env_step)
+        self._started = True
+        ctx = self._task.ctx
+        assert isinstance(ctx, OnlineRLContext)
+        ctx.env_step = max(ctx.env_step, learner_env_step)
+        self._before = (ctx.env_step, ctx.env_episode)
+        self._task.run_iteration()
+        fragment, self._fragment = self._fragment, None
+        assert fragment is not None
+        return fragment
+
+    def _hand_over(self, ctx: OnlineRLContext) -> None:
+        """The last middleware: turn this iteration's transitions and counts into the fragment."""
+        env_step, env_episode = self._before
+        self._fragment = Fragment(
+            collector=self.index,
+            sequence=self._sequence,
+            policy_version=self._version,
+            env_steps=ctx.env_step - env_step,
+            env_episodes=ctx.env_episode - env_episode,
+            transitions=ctx.trajectories,
+            episode_stats=dict(ctx.collect_episode_stats or {}),
+            eps=ctx.collect_kwargs.get("eps"),
+        )
+        self._sequence += 1
+
+    def close(self) -> None:
+        """Close the environments."""
+        self._env.close()

@@ -1,0 +1,214 @@
+"""Collector actors on Ray feeding one learner (Ape-X style): requests, weights, fragments, restarts.
+
+The learner process keeps every collector busy with up to ``distributed.max_in_flight``
+outstanding requests; each request returns one :class:`Fragment` through Ray's object store.
+:func:`fragment_receiver` takes the place of the collect half in the learner's pipeline: it
+takes the oldest fragment that has arrived (waiting only when none has: it never waits for
+the slowest collector), then, after the learner has trained, tops the requests up again.
+The learner broadcasts its acting weights (one ``ray.put``) each time the collectors together
+have delivered ``distributed.sync_every`` env steps since the last broadcast; each collector
+takes the newest broadcast with its next request.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Generator, Mapping
+from types import ModuleType
+from typing import Any
+
+from rlpipe.config import Config
+from rlpipe.distributed.collector_half import CollectorHalf
+from rlpipe.distributed.fragment import Fragment
+from rlpipe.distributed.weights import to_numpy, to_torch
+from rlpipe.errors import RlpipeError
+from rlpipe.framework.context import OnlineRLContext
+
+STATS_WINDOW = 100
+"""Fragments the staleness median and the fragment rate are taken over."""
+
+
+class CollectorLostError(RlpipeError, RuntimeError):
+    """A collector's process died more often than ``distributed.max_restarts`` allows."""
+
+
+class CollectorActor:
+    """The body of each collector actor: a :class:`CollectorHalf` built from the config's JSON form."""
+
+    def __init__(self, config: Mapping[str, Any], index: int) -> None:
+        self._half = CollectorHalf(Config.model_validate(config), index)
+
+    def collect(self, learner_env_step: int, version: int, weights: Mapping[str, Any] | None) -> Fragment:
+        """One fragment (see :meth:`CollectorHalf.collect`); ``weights`` (Ray resolves the reference
+        the learner passes; numpy, see :mod:`~rlpipe.distributed.weights`) is None when this
+        collector's are still current."""
+        return self._half.collect(learner_env_step, None if weights is None else (version, to_torch(weights)))
+
+    def pid(self) -> int:
+        """The id of this actor's process (tests kill it to check restarts)."""
+        return os.getpid()
+
+
+class RayCollectors:
+    """``distributed.collectors`` collector actors and the learner's side of talking to them.
+
+    ``policy`` is the learner's: its ``acting_state_dict()`` is what collectors act with.
+    ``body``: the actors' class, :class:`CollectorActor` or one with the same methods (the
+    datapath benchmark's collectors hand over a ready-made fragment). Counters of the
+    learner's record: ``restarts`` per collector; :meth:`stats` gives the figures the logger
+    writes.
+    """
+
+    def __init__(self, ray: ModuleType, cfg: Config, policy: Any, body: type = CollectorActor) -> None:
+        dist = cfg.distributed
+        self._ray = ray
+        self._policy = policy
+        self._sync_every = dist.sync_every
+        self._max_in_flight = dist.max_in_flight
+        self._max_restarts = dist.max_restarts
+        actor_class = ray.remote(body).options(
+            num_cpus=1, max_restarts=dist.max_restarts, max_task_retries=0
+        )
+        config = cfg.model_dump(mode="json")
+        self.actors = [actor_class.remote(config, i) for i in range(dist.collectors)]
+        n = len(self.actors)
+        self._in_flight: dict[Any, tuple[int, int]] = {}  # request -> (collector, its restarts then), oldest first
+        self._ready: deque[Any] = deque()  # requests known to have arrived, oldest first (one ray.wait finds many)
+        self._outstanding = [0] * n
+        self._restarting = [False] * n  # died, and no fragment from its new process yet
+        self._has_version: list[int | None] = [None] * n  # the broadcast each collector acts with
+        self._weights: tuple[int, Any] | None = None  # (version, object ref) of the newest broadcast
+        self._steps_since_broadcast = 0
+        self._latest = (0, 0)  # the learner's (env_step, train_iter) at the last request
+        self.restarts = [0] * n
+        """Times each collector's process died (Ray restarted it, up to ``distributed.max_restarts``)."""
+        self._staleness: deque[int] = deque(maxlen=STATS_WINDOW)
+        self._arrivals: deque[float] = deque(maxlen=STATS_WINDOW)
+
+    def request(self, env_step: int, train_iter: int) -> None:
+        """Give every collector up to ``max_in_flight`` outstanding requests; one that does not
+        act with the newest broadcast yet (see :meth:`_newest_weights`) gets it with its next."""
+        self._latest = (env_step, train_iter)
+        for i, actor in enumerate(self.actors):
+            # a restarting collector gets one request (with weights) until it is back: a second
+            # one could run first in the new process, with the untrained weights it starts with
+            limit = 1 if self._restarting[i] else self._max_in_flight
+            while self._outstanding[i] < limit:
+                version, ref = self._newest_weights(train_iter)
+                weights = None if self._has_version[i] == version else ref
+                self._has_version[i] = version
+                # Ray fails a call to an actor that is restarting unless told to retry it there
+                method = actor.collect.options(max_task_retries=-1) if self._restarting[i] else actor.collect
+                self._in_flight[method.remote(env_step, version, weights)] = (i, self.restarts[i])
+                self._outstanding[i] += 1
+
+    def _newest_weights(self, train_iter: int) -> tuple[int, Any]:
+        """The newest broadcast: ``(version, object ref)`` of the learner's acting weights. A new one
+        (version ``train_iter``, one ``ray.put`` for every collector) once the collectors together
+        have delivered ``sync_every`` env steps since the last."""
+        if self._weights is None or (self._steps_since_broadcast >= self._sync_every
+                                     and self._weights[0] != train_iter):
+            self._weights = (train_iter, self._ray.put(to_numpy(self._policy.acting_state_dict())))
+            self._steps_since_broadcast = 0
+        return self._weights
+
+    def receive(self, train_iter: int) -> Fragment:
+        """The oldest fragment that has arrived, waiting for the first one when none has.
+
+        A collector whose process died is restarted by Ray; its lost requests are asked
+        again (with the current weights), so training goes on with the others meanwhile.
+        """
+        ray = self._ray
+        while True:
+            if not self._ready:
+                self._ready.extend(self._arrived(block=True))
+            ref = self._ready.popleft()
+            i, life = self._in_flight.pop(ref)
+            self._outstanding[i] -= 1
+            try:
+                fragment: Fragment = ray.get(ref)
+            except ray.exceptions.RayActorError as err:
+                if life == self.restarts[i]:  # one death fails every request of that process: count it once
+                    self._lost(i, err)
+                continue
+            except ray.exceptions.RayTaskError as err:  # the collector's own error, without Ray's wrapping
+                raise (err.cause if isinstance(err.cause, BaseException) else err) from None
+            self._restarting[i] = False
+            self._steps_since_broadcast += fragment.env_steps
+            self._staleness.append(train_iter - fragment.policy_version)
+            self._arrivals.append(time.perf_counter())
+            return fragment
+
+    def _lost(self, i: int, err: Exception) -> None:
+        """Collector ``i``'s process died: count it, and give its next process weights with its
+        first request (Ray holds requests for a restarting actor until it is back)."""
+        self.restarts[i] += 1
+        self._restarting[i] = True
+        self._has_version[i] = None
+        if 0 <= self._max_restarts < self.restarts[i]:
+            cause = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+            raise CollectorLostError(
+                f"collector {i} died {self.restarts[i]} times, more than distributed.max_restarts="
+                f"{self._max_restarts} allows (last: {cause})"
+            )
+        self.request(*self._latest)
+
+    def _arrived(self, block: bool) -> list[Any]:
+        """Requests whose fragment (or failure) has arrived and that are not in ``_ready`` yet,
+        oldest first; with ``block``, waits for at least one."""
+        if not self._in_flight:
+            self.request(*self._latest)
+        known = set(self._ready)
+        refs = [ref for ref in self._in_flight if ref not in known]
+        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
+        if not ready and block:
+            ready, _ = self._ray.wait(refs, num_returns=1)
+        return ready
+
+    def queue_depth(self) -> int:
+        """Fragments that have arrived and wait for the learner (as of the last look)."""
+        return len(self._ready)
+
+    def stats(self) -> dict[str, float]:
+        """Median staleness (learner train iterations behind) and fragments/s over the last
+        :data:`STATS_WINDOW` fragments, the queue depth and the collector restarts so far."""
+        figures: dict[str, float] = {"queue_depth": self.queue_depth(), "collector_restarts": sum(self.restarts)}
+        if self._staleness:
+            figures["staleness_median"] = float(statistics.median(self._staleness))
+        if len(self._arrivals) > 1:
+            span = self._arrivals[-1] - self._arrivals[0]
+            figures["fragments_per_s"] = (len(self._arrivals) - 1) / max(span, 1e-9)
+        return figures
+
+    def close(self) -> None:
+        """Stop every collector actor."""
+        for actor in self.actors:
+            self._ray.kill(actor)
+        self._in_flight.clear()
+        self._ready.clear()
+
+
+def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], Generator[None, None, None]]:
+    """Middleware in the collect half's place on the learner: one fragment per iteration into
+    ``ctx.trajectories`` (so the replay ratio is the local run's), its env steps and episodes
+    counted, its collector's episode figures and epsilon for the logs, and
+    ``ctx.distributed_stats``. After the iteration's learning (its code after ``yield``),
+    the collectors get new requests, and the weights just learned when they are due."""
+
+    def _receive(ctx: OnlineRLContext) -> Generator[None, None, None]:
+        collectors.request(ctx.env_step, ctx.train_iter)
+        fragment = collectors.receive(ctx.train_iter)
+        ctx.trajectories = fragment.transitions
+        ctx.env_step += fragment.env_steps
+        ctx.env_episode += fragment.env_episodes
+        ctx.collect_episode_stats = fragment.episode_stats
+        if fragment.eps is not None:
+            ctx.collect_kwargs["eps"] = fragment.eps
+        ctx.distributed_stats = collectors.stats()
+        yield
+        if not ctx.finish:
+            collectors.request(ctx.env_step, ctx.train_iter)
+
+    return _receive

@@ -1,0 +1,84 @@
+"""The collect half on its own (no Ray): fragments, counts, weights and what a missing Ray says."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from rlpipe.config import ConfigError, load_config
+from rlpipe.distributed import CollectorHalf, RayMissingError, import_ray
+from rlpipe.entry.build import build_parts
+from rlpipe.framework.middleware.functional.explorer import epsilon_schedule
+from tests.cli_errors import one_line_error
+
+SMALL = ["env.collector_env_num=4", "policy.collect.n_sample=40", "policy.random_collect_size=0", "policy.nstep=1"]
+
+
+@pytest.fixture
+def cfg():
+    with build_parts(load_config("cartpole-dqn", SMALL)) as parts:
+        return parts.cfg  # model sizes filled in, as the learner hands it to collectors
+
+
+def test_fragments_count_env_steps_and_carry_the_transitions(cfg) -> None:
+    half = CollectorHalf(cfg, index=0)
+    try:
+        first, second = half.collect(0), half.collect(0)
+    finally:
+        half.close()
+    assert (first.sequence, second.sequence) == (0, 1)
+    assert first.env_steps == second.env_steps == 40  # 10 vector steps of 4 envs each
+    # the newest vector step is held until the next shows whether it failed: 36 rows, then 40
+    assert len(first.transitions["reward"]) == 36 and len(second.transitions["reward"]) == 40
+    assert first.policy_version == 0 and first.eps == pytest.approx(1.0)
+    assert second.eps < first.eps  # the schedule follows env steps
+
+
+def test_the_run_s_env_step_drives_the_schedule(cfg) -> None:
+    eps = cfg.policy.other.eps
+    half = CollectorHalf(cfg, index=0)
+    try:
+        late = half.collect(learner_env_step=50_000)
+    finally:
+        half.close()
+    assert late.eps == pytest.approx(epsilon_schedule(eps.type, eps.start, eps.end, eps.decay)(50_000))
+    assert late.env_steps == 40  # counted from where the run is, not from 0
+
+
+def test_weights_replace_the_acting_network_but_not_the_exploration_stream(cfg) -> None:
+    half = CollectorHalf(cfg, index=0)
+    try:
+        policy = half._policy
+        rng_before = policy.state_dict()["rng"]
+        weights = {"model": {k: torch.full_like(v, 0.5) for k, v in policy.model.state_dict().items()}}
+        fragment = half.collect(0, (7, weights))
+        assert fragment.policy_version == 7
+        assert all(torch.all(v == 0.5) for v in policy.model.state_dict().values())
+        assert policy.state_dict()["rng"] != rng_before  # it explored with its own generator, not reset by weights
+    finally:
+        half.close()
+
+
+def test_collectors_explore_on_streams_of_their_own(cfg) -> None:
+    halves = [CollectorHalf(cfg, index=i) for i in range(2)]
+    try:
+        a, b = (half.collect(0) for half in halves)
+    finally:
+        for half in halves:
+            half.close()
+    assert not np.array_equal(a.transitions["obs"], b.transitions["obs"])
+
+
+def test_backend_ray_without_ray_is_one_line(monkeypatch, capsys, tmp_path) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as when it is not installed
+    with pytest.raises(RayMissingError, match=r"scripts/setup\.sh ray"):
+        import_ray()
+    err = one_line_error(capsys, ["train", "cartpole-dqn", "--backend", "ray", "--run-dir", str(tmp_path / "r")])
+    assert "distributed.backend" in err and "ray" in err
+
+
+def test_her_on_ray_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match=r"distributed\.backend"):
+        load_config("bitflip-her-dqn", ["distributed.backend=ray"])

@@ -1,0 +1,127 @@
+"""``distributed.backend=ray``: collector actors feeding the learner, against the local pipeline."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rlpipe.config import load_config
+from rlpipe.distributed import Fragment, RayCollectors, fragment_receiver
+from rlpipe.entry import train
+from rlpipe.entry.build import build_parts
+from rlpipe.entry.pipeline import use_training_pipeline
+from rlpipe.framework import OnlineRLContext, Task
+
+pytestmark = pytest.mark.ray
+
+SHORT = ["run.progress=false", "run.torch_threads=1", "env.collector_env_num=4", "policy.collect.n_sample=40",
+         "policy.learn.update_per_collect=10", "policy.random_collect_size=200",
+         "policy.eval.evaluator.eval_freq=100000", "run.save_freq=100000"]
+LOCKSTEP = ["distributed.backend=ray", "distributed.collectors=1", "distributed.max_in_flight=1",
+            "distributed.sync_every=1"]
+"""One collector that takes the learner's weights with every fragment and collects only when asked."""
+
+
+def _stored_transitions(overrides: list[str], run_dir) -> list[dict[str, np.ndarray]]:
+    """The batches the pusher stored during a short cartpole-dqn run, in order."""
+    stored: list[dict[str, np.ndarray]] = []
+
+    def keep(ctx: OnlineRLContext) -> None:
+        if ctx.trajectories is not None:
+            stored.append({key: np.array(value) for key, value in ctx.trajectories.items()})
+
+    train("cartpole-dqn", run_dir, overrides=[*SHORT, "run.max_env_step=1200", *overrides],
+          middleware={"after_collect": [keep]})
+    return stored
+
+
+def test_ray_halves_store_what_the_local_pipeline_stores(ray_cluster, tmp_path) -> None:
+    local = _stored_transitions([], tmp_path / "local")
+    remote = _stored_transitions(LOCKSTEP, tmp_path / "ray")
+    assert len(local) == len(remote) > 20
+    for a, b in zip(local, remote, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def _kill(ray: Any, actor: Any) -> int:
+    pid = ray.get(actor.pid.remote())
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def test_a_killed_collector_comes_back_with_current_weights_and_counts_stay_exact(ray_cluster) -> None:
+    cfg = load_config("cartpole-dqn", [*SHORT, "run.max_env_step=10000000", "distributed.backend=ray",
+                                       "policy.other.replay_buffer.replay_buffer_size=200000",
+                                       "distributed.collectors=2", "distributed.sync_every=80"])
+    received: list[tuple[float, int, Fragment]] = []  # (arrival time, learner train_iter, fragment)
+    killed: dict[str, Any] = {}
+    with build_parts(cfg) as parts:
+        collectors = RayCollectors(ray_cluster, parts.cfg, parts.policy)
+        pid = ray_cluster.get(collectors.actors[0].pid.remote())
+        receive = collectors.receive
+
+        def spy(train_iter: int) -> Fragment:
+            fragment = receive(train_iter)
+            received.append((time.monotonic(), train_iter, fragment))
+            return fragment
+
+        collectors.receive = spy  # type: ignore[method-assign]
+
+        def kill_then_watch(ctx: OnlineRLContext) -> None:
+            if not killed and ctx.env_step >= 2000:
+                os.kill(pid, signal.SIGKILL)
+                killed.update(time=time.monotonic(), train_iter=ctx.train_iter, index=len(received))
+            since = received[killed.get("index", len(received)):]
+            back = [f for _, _, f in since if f.collector == 0 and f.sequence < 5]
+            if len(back) >= 3 or (killed and time.monotonic() - killed["time"] > 30):
+                ctx.finish = True
+
+        task = Task()
+        try:
+            with task.start(ctx=OnlineRLContext()):
+                use_training_pipeline(task, parts, collect=fragment_receiver(collectors))
+                task.use(kill_then_watch)
+                task.run()
+                ctx = task.ctx
+                stored = parts.buffer.count()
+                new_pid = ray_cluster.get(collectors.actors[0].pid.remote())
+        finally:
+            collectors.close()
+    after = received[killed["index"]:]
+    # fragments made before the kill may still arrive; the new process counts from 0
+    returned = [(t, f) for t, _, f in after if f.collector == 0 and f.sequence == 0]
+    assert returned, "collector 0 never came back"
+    first_time, first = returned[0]
+    assert first_time - killed["time"] < 10.0
+    assert first.policy_version >= killed["train_iter"]  # it acted with the weights of the time it came back
+    assert new_pid != pid and collectors.restarts == [1, 0]
+    assert any(f.collector == 1 for _, _, f in after)  # training went on with the other collector meanwhile
+    # counted once, from the fragments that arrived
+    assert ctx.env_step == sum(f.env_steps for _, _, f in received)
+    assert ctx.env_episode == sum(f.env_episodes for _, _, f in received)
+    assert stored == sum(len(f.transitions["reward"]) for _, _, f in received if f.transitions is not None)
+    assert ctx.train_iter > killed["train_iter"]
+
+
+def test_ray_run_resumes_from_its_checkpoint(ray_cluster, tmp_path) -> None:
+    run_dir = tmp_path / "run"
+    overrides = [*SHORT, "distributed.backend=ray", "distributed.collectors=2", "run.save_freq=20"]
+    first = train("cartpole-dqn", run_dir, overrides=[*overrides, "run.max_env_step=800"])
+    resumed = train(load_config(run_dir / "config.yaml", ["run.max_env_step=1600"]), run_dir, resume=True)
+    assert 800 <= first.env_step < 1600 <= resumed.env_step
+    records = [line for line in (run_dir / "metrics.jsonl").read_text().splitlines() if '"train"' in line]
+    assert any('"staleness_median"' in line and '"queue_depth"' in line for line in records)
+
+
+@pytest.mark.slow
+def test_cartpole_with_two_collectors_solves(ray_cluster, tmp_path) -> None:
+    summary = train("cartpole-dqn", tmp_path / "run", overrides=[
+        "run.progress=false", "distributed.backend=ray", "distributed.collectors=2", "run.max_env_step=60000",
+    ])
+    assert summary.solved and summary.best_eval_return >= 475
