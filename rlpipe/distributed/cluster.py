@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -44,6 +45,19 @@ def import_ray() -> ModuleType:
     return ray
 
 
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """One line when nothing listens at a ``host:port`` address (``ray.init`` would retry for
+    minutes before it gave up); other forms (``auto``, ``ray://...``) are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise RlpipeError(f"config key 'distributed.address': nothing answers at {address} ({err.strerror or err}); "
+                          "start the cluster with `ray start --head` first") from None
+
+
 @contextmanager
 def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleType]:
     """Ray, ready for ``num_collectors`` collector actors; shut down afterwards if started here.
@@ -67,6 +81,8 @@ def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleT
     if local:
         options.update(num_cpus=max(os.cpu_count() or 1, num_collectors),
                        object_store_memory=cfg.object_store_mb * 2**20, _node_ip_address=LOOPBACK)
+    if cfg.address is not None:
+        check_reachable(cfg.address)
     try:
         ray.init(address=cfg.address, **options)
     except ConnectionError as err:

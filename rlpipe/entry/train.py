@@ -145,7 +145,8 @@ def train(
     :func:`default_run_dir`. ``middleware`` adds your own middleware at the named points of
     the pipeline (:data:`~rlpipe.entry.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
     [fn]}``). Everything that can be checked (env id, model sizes, HER settings, the run
-    directory) is checked before the run directory is created. With ``resume``, ``run_dir``
+    directory, the Ray cluster of ``distributed.backend=ray``) is checked before the run
+    directory is created. With ``resume``, ``run_dir``
     holds an earlier run of this config: training continues from its latest checkpoint and
     saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
     process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
@@ -156,7 +157,7 @@ def train(
     cfg = load_config(cfg, overrides)
     check_insertion_points(middleware or {})
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
-    with build_parts(cfg) as parts:
+    with build_parts(cfg) as parts, remote_collect_half(parts.cfg, parts.policy) as collect:
         earlier = ResumePoint.find(run_dir) if resume else None
         ctx = OnlineRLContext()
         if earlier is None:
@@ -179,7 +180,7 @@ def train(
         worker_report_log.addHandler(env_errors)
         try:
             with graceful_stop() as stop:
-                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware)
+                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware, collect)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
         finally:
@@ -210,17 +211,16 @@ def remote_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware | No
 
 def _run_pipeline(
     parts: Parts, ctx: OnlineRLContext, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker,
-    stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None,
+    stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None, collect: Middleware | None,
 ) -> None:
     """Add checkpoints, logging and progress to the training pipeline and run from ``ctx`` (an
     earlier run's counters when resumed) until a stop condition (``stop``, first in the
-    pipeline, turns SIGINT and SIGTERM into one)."""
+    pipeline, turns SIGINT and SIGTERM into one). ``collect``: see :func:`remote_collect_half`."""
     cfg = parts.cfg
     if ctx.env_step > 0:
         parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
-    with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show, \
-            remote_collect_half(cfg, parts.policy) as collect:
+    with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         task.use(stop)
         use_training_pipeline(task, parts, middleware, collect)
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,

@@ -1,4 +1,4 @@
-"""The collect half on its own (no Ray): fragments, counts, weights and what a missing Ray says."""
+"""The collect half on its own (no Ray cluster): fragments, counts, weights; what a missing or unreachable Ray says."""
 from __future__ import annotations
 
 import sys
@@ -12,6 +12,7 @@ from rlpipe.distributed import CollectorHalf, RayMissingError, import_ray
 from rlpipe.entry.build import build_parts
 from rlpipe.framework.middleware.functional.explorer import epsilon_schedule
 from tests.cli_errors import one_line_error
+from tests.distributed.conftest import closed_loopback_port
 
 SMALL = ["env.collector_env_num=4", "policy.collect.n_sample=40", "policy.random_collect_size=0", "policy.nstep=1"]
 
@@ -82,3 +83,11 @@ def test_backend_ray_without_ray_is_one_line(monkeypatch, capsys, tmp_path) -> N
 def test_her_on_ray_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match=r"distributed\.backend"):
         load_config("bitflip-her-dqn", ["distributed.backend=ray"])
+
+
+def test_an_address_where_nothing_listens_is_one_line_and_leaves_no_run_dir(capsys, tmp_path) -> None:
+    run_dir = tmp_path / "r"
+    err = one_line_error(capsys, ["train", "cartpole-dqn", "--backend", "ray", "--address",
+                                  f"127.0.0.1:{closed_loopback_port()}", "--run-dir", str(run_dir)])
+    assert "distributed.address" in err and "ray start --head" in err
+    assert not run_dir.exists()  # checked before the run directory is made
