@@ -28,6 +28,13 @@ from rlpipe.framework.context import OnlineRLContext
 
 STATS_WINDOW = 100
 """Fragments the staleness median and the fragment rate are taken over."""
+PING_INTERVAL_S = 0.2
+"""How often a restarting collector is asked whether it is back."""
+
+
+def _first_line(err: Exception) -> str:
+    """The first non-empty line of ``err``'s message (Ray's run to dozens)."""
+    return next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
 class CollectorLostError(RlpipeError, RuntimeError):
@@ -77,7 +84,9 @@ class RayCollectors:
         self._in_flight: dict[Any, tuple[int, int]] = {}  # request -> (collector, its restarts then), oldest first
         self._ready: deque[Any] = deque()  # requests known to have arrived, oldest first (one ray.wait finds many)
         self._outstanding = [0] * n
-        self._restarting = [False] * n  # died, and no fragment from its new process yet
+        self._restarting = [False] * n  # died, and not answering yet
+        self._pings: dict[Any, int] = {}  # "are you back?" calls to restarting collectors -> collector
+        self._next_ping = [0.0] * n  # monotonic time before which restarting collector i is not asked again
         self._has_version: list[int | None] = [None] * n  # the broadcast each collector acts with
         self._weights: tuple[int, Any] | None = None  # (version, object ref) of the newest broadcast
         self._steps_since_broadcast = 0
@@ -89,19 +98,18 @@ class RayCollectors:
 
     def request(self, env_step: int, train_iter: int) -> None:
         """Give every collector up to ``max_in_flight`` outstanding requests; one that does not
-        act with the newest broadcast yet (see :meth:`_newest_weights`) gets it with its next."""
+        act with the newest broadcast yet (see :meth:`_newest_weights`) gets it with its next.
+        A restarting collector gets none: it is asked whether it is back (:meth:`_ping`)."""
         self._latest = (env_step, train_iter)
         for i, actor in enumerate(self.actors):
-            # a restarting collector gets one request (with weights) until it is back: a second
-            # one could run first in the new process, with the untrained weights it starts with
-            limit = 1 if self._restarting[i] else self._max_in_flight
-            while self._outstanding[i] < limit:
+            if self._restarting[i]:
+                self._ping(i)
+                continue
+            while self._outstanding[i] < self._max_in_flight:
                 version, ref = self._newest_weights(train_iter)
                 weights = None if self._has_version[i] == version else ref
                 self._has_version[i] = version
-                # Ray fails a call to an actor that is restarting unless told to retry it there
-                method = actor.collect.options(max_task_retries=-1) if self._restarting[i] else actor.collect
-                self._in_flight[method.remote(env_step, version, weights)] = (i, self.restarts[i])
+                self._in_flight[actor.collect.remote(env_step, version, weights)] = (i, self.restarts[i])
                 self._outstanding[i] += 1
 
     def _newest_weights(self, train_iter: int) -> tuple[int, Any]:
@@ -117,13 +125,13 @@ class RayCollectors:
     def receive(self, train_iter: int) -> Fragment:
         """The oldest fragment that has arrived, waiting for the first one when none has.
 
-        A collector whose process died is restarted by Ray; its lost requests are asked
-        again (with the current weights), so training goes on with the others meanwhile.
+        A collector whose process died is restarted by Ray; training goes on with the others
+        meanwhile, and once it answers again it gets requests, the first with the current weights.
         """
         ray = self._ray
         while True:
             if not self._ready:
-                self._ready.extend(self._arrived(block=True))
+                self._ready.extend(self._arrived())
             ref = self._ready.popleft()
             i, life = self._in_flight.pop(ref)
             self._outstanding[i] -= 1
@@ -135,37 +143,67 @@ class RayCollectors:
                 continue
             except ray.exceptions.RayTaskError as err:  # the collector's own error, without Ray's wrapping
                 raise (err.cause if isinstance(err.cause, BaseException) else err) from None
-            self._restarting[i] = False
             self._steps_since_broadcast += fragment.env_steps
             self._staleness.append(train_iter - fragment.policy_version)
             self._arrivals.append(time.perf_counter())
             return fragment
 
     def _lost(self, i: int, err: Exception) -> None:
-        """Collector ``i``'s process died: count it, and give its next process weights with its
-        first request (Ray holds requests for a restarting actor until it is back)."""
+        """Collector ``i``'s process died: count it; it gets no requests until it answers again."""
         self.restarts[i] += 1
         self._restarting[i] = True
         self._has_version[i] = None
         if 0 <= self._max_restarts < self.restarts[i]:
-            cause = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
             raise CollectorLostError(
                 f"collector {i} died {self.restarts[i]} times, more than distributed.max_restarts="
-                f"{self._max_restarts} allows (last: {cause})"
+                f"{self._max_restarts} allows (last: {_first_line(err)})"
             )
+        self._ping(i)
+
+    def _ping(self, i: int) -> None:
+        """Ask restarting collector ``i`` whether it is back: one call at a time, the next
+        :data:`PING_INTERVAL_S` after the last came back unanswered.
+
+        Polling, because a request Ray retries on a restarting actor waits out Ray's growing
+        back-off (3.5-6 s after a kill on an idle machine here, 12-27 s on a loaded one, where
+        the new process was ready after 1.5-3 s). A call made while the actor restarts fails
+        about 1.8 s later; overlapping calls made the wait longer, not shorter (7.5 s became
+        19.6 s on the same loaded machine).
+        """
+        if i not in self._pings.values() and time.monotonic() >= self._next_ping[i]:
+            self._pings[self.actors[i].pid.remote()] = i
+    def _answered_pings(self) -> None:
+        """Collectors whose ping came back are back (and get requests); others are asked again later."""
+        ray = self._ray
+        ready, _ = ray.wait(list(self._pings), num_returns=len(self._pings), timeout=0)
+        for ref in ready:
+            i = self._pings.pop(ref)
+            try:
+                ray.get(ref)
+            except ray.exceptions.ActorUnavailableError:  # still restarting: ask again a little later
+                self._next_ping[i] = time.monotonic() + PING_INTERVAL_S
+                continue
+            except ray.exceptions.RayActorError as err:  # dead for good: Ray will not restart it
+                raise CollectorLostError(f"collector {i} cannot be restarted ({_first_line(err)})") from None
+            self._restarting[i] = False
         self.request(*self._latest)
 
-    def _arrived(self, block: bool) -> list[Any]:
-        """Requests whose fragment (or failure) has arrived and that are not in ``_ready`` yet,
-        oldest first; with ``block``, waits for at least one."""
-        if not self._in_flight:
-            self.request(*self._latest)
-        known = set(self._ready)
-        refs = [ref for ref in self._in_flight if ref not in known]
-        ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=0)
-        if not ready and block:
-            ready, _ = self._ray.wait(refs, num_returns=1)
-        return ready
+    def _arrived(self) -> list[Any]:
+        """Requests whose fragment (or failure) has arrived, oldest first; waits for at least one,
+        answering pings of restarting collectors meanwhile."""
+        ray = self._ray
+        while True:
+            if self._pings or any(self._restarting):
+                self._answered_pings()
+            refs = list(self._in_flight)
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            if ready:
+                return ready
+            waiting = refs + list(self._pings)
+            if waiting:
+                ray.wait(waiting, num_returns=1, timeout=PING_INTERVAL_S if any(self._restarting) else None)
+            else:  # every collector is restarting, between two pings
+                time.sleep(PING_INTERVAL_S)
 
     def queue_depth(self) -> int:
         """Fragments that have arrived and wait for the learner (as of the last look)."""
@@ -188,6 +226,7 @@ class RayCollectors:
             self._ray.kill(actor)
         self._in_flight.clear()
         self._ready.clear()
+        self._pings.clear()
 
 
 def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], Generator[None, None, None]]:
