@@ -1,6 +1,7 @@
 """``distributed.backend=ray``: collector actors feeding the learner, against the local pipeline."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rlpipe.cli.main import main
 from rlpipe.config import load_config
 from rlpipe.distributed import Fragment, RayCollectors, fragment_receiver
 from rlpipe.entry import train
@@ -125,3 +127,13 @@ def test_cartpole_with_two_collectors_solves(ray_cluster, tmp_path) -> None:
         "run.progress=false", "distributed.backend=ray", "distributed.collectors=2", "run.max_env_step=60000",
     ])
     assert summary.solved and summary.best_eval_return >= 475
+
+
+def test_cli_flags_select_the_ray_backend(ray_cluster, tmp_path) -> None:
+    run_dir = tmp_path / "run"
+    argv = ["train", "cartpole-dqn", *SHORT, "run.max_env_step=400", "--backend", "ray", "--collectors", "2",
+            "--run-dir", str(run_dir)]
+    assert main(argv) == 0
+    saved = load_config(run_dir / "config.yaml")
+    assert (saved.distributed.backend, saved.distributed.collectors) == ("ray", 2)
+    assert json.loads((run_dir / "summary.json").read_text())["env_step"] >= 400
