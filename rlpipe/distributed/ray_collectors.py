@@ -54,7 +54,8 @@ class CollectorActor:
         return self._half.collect(learner_env_step, None if weights is None else (version, to_torch(weights)))
 
     def pid(self) -> int:
-        """The id of this actor's process (tests kill it to check restarts)."""
+        """The id of this actor's process: the learner's "are you back?" to a restarting collector
+        (and what the tests kill)."""
         return os.getpid()
 
 
