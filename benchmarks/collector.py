@@ -4,7 +4,7 @@ Both step 8 CartPole-v1 environments (same-step auto-reset) and choose actions w
 same Q-network and epsilon; the baseline does nothing else, the collector also builds the
 columnar transition batch the buffer receives. Prints the ratio; ends with a JSON line.
 
-    python benchmarks/collector.py [--steps N] [--quick]
+    python benchmarks/collector.py [--steps N] [--repeats R] [--quick]
 """
 
 from __future__ import annotations

