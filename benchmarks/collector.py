@@ -68,11 +68,12 @@ def rlpipe_collector(policy: DQNPolicy, cfg, vector_steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=4000, help="vector steps per measurement")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=10, help="rounds of each, interleaved; the best of each counts")
     parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
     args = parser.parse_args()
     steps, repeats = (200, 1) if args.quick else (args.steps, args.repeats)
     torch.set_num_threads(1)
+    torch.manual_seed(0)  # the same untrained network every run: it sets how long episodes last, so the work per step
     cfg = load_config("cartpole-dqn", ["policy.model.obs_shape=4", "policy.model.action_shape=2"])
     policy = DQNPolicy(cfg.policy)
     # interleave the two so that machine noise hits both alike; keep the best of each
