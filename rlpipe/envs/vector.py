@@ -311,6 +311,7 @@ class VectorEnvManager:
                 no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
                 failed = self._transitions(action, np.zeros(self.num_envs), self.obs, no, yes, yes)
                 self.failed_steps += self.num_envs
+                self.finished_episodes = []  # every episode was cut by the failure: none finished
                 self.reset()
                 return failed
             self._consecutive_restarts = 0
