@@ -242,7 +242,7 @@ class DistributedConfig(_Strict):
         None, description="Address of a running Ray cluster (ray start --head); None: start one on this machine."
     )
     sync_every: PositiveInt = Field(
-        400, description="The learner broadcasts its weights to the collectors every this many env steps they deliver."
+        400, description="Collectors get the learner's newest weights about every this many of their own env steps."
     )
     max_in_flight: PositiveInt = Field(2, description="Fragments a collector may have outstanding (back-pressure).")
     max_restarts: int = Field(

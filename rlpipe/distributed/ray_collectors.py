@@ -5,8 +5,9 @@ outstanding requests; each request returns one :class:`Fragment` through Ray's o
 :func:`fragment_receiver` takes the place of the collect half in the learner's pipeline: it
 takes the oldest fragment that has arrived (waiting only when none has: it never waits for
 the slowest collector), then, after the learner has trained, tops the requests up again.
-The learner broadcasts its acting weights (one ``ray.put``) each time the collectors together
-have delivered ``distributed.sync_every`` env steps since the last broadcast; each collector
+Each collector acts with weights at most about ``distributed.sync_every`` of its own env steps
+old, as in Ape-X: the learner broadcasts its acting weights (one ``ray.put`` for all) each time
+the collectors together have delivered ``sync_every x collectors`` env steps, and each collector
 takes the newest broadcast with its next request.
 """
 from __future__ import annotations
@@ -73,7 +74,7 @@ class RayCollectors:
         dist = cfg.distributed
         self._ray = ray
         self._policy = policy
-        self._sync_every = dist.sync_every
+        self._broadcast_every = dist.sync_every * dist.collectors  # delivered env steps between broadcasts
         self._max_in_flight = dist.max_in_flight
         self._max_restarts = dist.max_restarts
         actor_class = ray.remote(body).options(
@@ -115,9 +116,10 @@ class RayCollectors:
 
     def _newest_weights(self, train_iter: int) -> tuple[int, Any]:
         """The newest broadcast: ``(version, object ref)`` of the learner's acting weights. A new one
-        (version ``train_iter``, one ``ray.put`` for every collector) once the collectors together
-        have delivered ``sync_every`` env steps since the last."""
-        if self._weights is None or (self._steps_since_broadcast >= self._sync_every
+        (version ``train_iter``, one ``ray.put`` for every collector; each put costs the learner
+        about 1 ms here whatever its size) once the collectors have delivered ``sync_every`` env
+        steps each, on average, since the last."""
+        if self._weights is None or (self._steps_since_broadcast >= self._broadcast_every
                                      and self._weights[0] != train_iter):
             self._weights = (train_iter, self._ray.put(to_numpy(self._policy.acting_state_dict())))
             self._steps_since_broadcast = 0
