@@ -60,3 +60,15 @@ def test_bad_reward_model_settings_are_one_line_naming_the_key(override, message
     with pytest.raises(ConfigError, match=message) as err:
         load_config(override)
     assert "\n" not in str(err.value)
+
+
+def test_the_deepsea_presets_differ_only_in_their_reward_model():
+    # The comparison is fair only if RND, ICM and plain DQN run the same DQN, schedule
+    # and budget; the prioritised replay that lets RND's bonus reach Q is part of that DQN.
+    configs = {name: load_config(name).model_dump() for name in ("deepsea-dqn", "deepsea-dqn-rnd", "deepsea-dqn-icm")}
+    for cfg in configs.values():
+        assert cfg["policy"]["priority"] is True
+        assert cfg["run"]["max_env_step"] == 40000 and cfg["env"]["env_kwargs"] == {"size": 20}
+    shared = [{k: v for k, v in cfg.items() if k not in ("exp_name", "reward_model")} for cfg in configs.values()]
+    assert shared[0] == shared[1] == shared[2]
+    assert [cfg["reward_model"] and cfg["reward_model"]["type"] for cfg in configs.values()] == [None, "rnd", "icm"]
