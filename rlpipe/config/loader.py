@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from rlpipe.config.schema import Config
-from rlpipe.errors import RlpipeError
+from rlpipe.errors import RlpipeError, first_line
 
 
 class ConfigError(RlpipeError, ValueError):
@@ -101,7 +101,7 @@ def _read_yaml(text: str, origin: str, allow_empty: bool = False) -> dict[str, A
     try:
         data = _load_yaml(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{origin}: not valid YAML ({str(err).splitlines()[0]})") from None
+        raise ConfigError(f"{origin}: not valid YAML ({first_line(err)})") from None
     if data is None:
         if allow_empty:
             return {}

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import ModuleType
 
 from rlpipe.config.schema import DistributedConfig
-from rlpipe.errors import RlpipeError
+from rlpipe.errors import MissingDependencyError, RlpipeError, first_line
 
 QUIET_RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",  # no usage report leaves the machine
@@ -29,16 +29,12 @@ asking the routing table for a path to 8.8.8.8), so all its traffic stays on the
 LOOPBACK = "127.0.0.1"
 
 
-class RayMissingError(RlpipeError, ImportError):
-    """``distributed.backend=ray`` without the ``ray`` package."""
-
-
 def import_ray() -> ModuleType:
     """The ``ray`` module, or a one-line error saying which extra to install."""
     try:
         import ray
     except ImportError:
-        raise RayMissingError(
+        raise MissingDependencyError(
             "config key 'distributed.backend' is 'ray' but the ray package is not installed: "
             "run scripts/setup.sh ray (or pip install 'rlpipe[ray]')"
         ) from None
@@ -87,7 +83,7 @@ def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleT
         ray.init(address=cfg.address, **options)
     except ConnectionError as err:
         raise RlpipeError(f"config key 'distributed.address': cannot reach a Ray cluster at {cfg.address} "
-                          f"({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
+                          f"({first_line(err)})") from None
     try:
         yield ray
     finally:

@@ -24,18 +24,13 @@ from rlpipe.config import Config
 from rlpipe.distributed.collector_half import CollectorHalf
 from rlpipe.distributed.fragment import Fragment
 from rlpipe.distributed.weights import to_numpy, to_torch
-from rlpipe.errors import RlpipeError
+from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework.context import OnlineRLContext
 
 STATS_WINDOW = 100
 """Fragments the staleness median and the fragment rate are taken over."""
 PING_INTERVAL_S = 0.2
 """How often a restarting collector is asked whether it is back."""
-
-
-def _first_line(err: Exception) -> str:
-    """The first non-empty line of ``err``'s message (Ray's run to dozens)."""
-    return next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
 class CollectorLostError(RlpipeError, RuntimeError):
@@ -159,7 +154,7 @@ class RayCollectors:
         if 0 <= self._max_restarts < self.restarts[i]:
             raise CollectorLostError(
                 f"collector {i} died {self.restarts[i]} times, more than distributed.max_restarts="
-                f"{self._max_restarts} allows (last: {_first_line(err)})"
+                f"{self._max_restarts} allows (last: {first_line(err)})"
             )
         self._ping(i)
 
@@ -175,6 +170,7 @@ class RayCollectors:
         """
         if i not in self._pings.values() and time.monotonic() >= self._next_ping[i]:
             self._pings[self.actors[i].pid.remote()] = i
+
     def _answered_pings(self) -> None:
         """Collectors whose ping came back are back (and get requests); others are asked again later."""
         ray = self._ray
@@ -187,7 +183,7 @@ class RayCollectors:
                 self._next_ping[i] = time.monotonic() + PING_INTERVAL_S
                 continue
             except ray.exceptions.RayActorError as err:  # dead for good: Ray will not restart it
-                raise CollectorLostError(f"collector {i} cannot be restarted ({_first_line(err)})") from None
+                raise CollectorLostError(f"collector {i} cannot be restarted ({first_line(err)})") from None
             self._restarting[i] = False
         self.request(*self._latest)
 

@@ -19,6 +19,7 @@ from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.vector import EnvFactory
+from rlpipe.errors import first_line
 from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
@@ -53,7 +54,7 @@ def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
             nonfinite=cfg.env.nonfinite,
         )
     except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise ConfigError(
             f"config key 'env.env_kwargs': env '{cfg.env.env_id}' could not be made with "
             f"{cfg.env.env_kwargs} ({reason})"

@@ -41,18 +41,20 @@ def check_insertion_points(middleware: Mapping[str, Sequence[Middleware]]) -> No
         raise ConfigError(f"unknown middleware insertion point '{unknown[0]}' (use {', '.join(INSERTION_POINTS)})")
 
 
-def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnvManager) -> Task:
+def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnvManager, episodes: bool = False) -> Task:
     """Add (explore) -> collect -> (n-step) to ``task``: the part of the pipeline that acts
-    (role COLLECTOR), leaving the transitions in ``ctx.trajectories``.
+    (role COLLECTOR), leaving the transitions in ``ctx.trajectories``, or with ``episodes``
+    (HER) whole episodes in ``ctx.episodes``.
 
     An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise),
     uniformly random actions for the first ``policy.random_collect_size`` env steps.
     """
     if cfg.policy.type == "dqn":
         task.use(eps_greedy_handler(cfg))
+    if episodes:
+        return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))
     task.use(StepCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))
-    task.use(nstep_reward_enhancer(cfg))
-    return task
+    return task.use(nstep_reward_enhancer(cfg))
 
 
 def use_training_pipeline(
@@ -79,25 +81,19 @@ def use_training_pipeline(
             task.use(fn)
 
     insert("before_collect")
-    if parts.her_reward_model is None:
-        if collect is None:
-            use_collect_half(task, cfg, policy, parts.collector_env)
-        else:
-            task.use(collect)
-        task.use(data_pusher(cfg, buffer))
-        insert("after_collect")
-        insert("before_learn")
+    if collect is None:
+        use_collect_half(task, cfg, policy, parts.collector_env, episodes=parts.her_reward_model is not None)
+    else:
+        task.use(collect)
+    task.use(data_pusher(cfg, buffer))
+    insert("after_collect")
+    insert("before_learn")
+    if parts.her_reward_model is not None:
+        task.use(HERLearner(cfg, policy.learn_mode, buffer, parts.her_reward_model))
+    else:
         task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, parts.reward_model, log_freq=cfg.run.log_freq))
         if parts.reward_model is not None:
             task.use(reward_model_trainer(cfg, parts.reward_model, buffer))
-    else:
-        if cfg.policy.type == "dqn":
-            task.use(eps_greedy_handler(cfg))
-        task.use(EpisodeCollector(cfg, policy.collect_mode, parts.collector_env, cfg.policy.random_collect_size))
-        task.use(data_pusher(cfg, buffer))
-        insert("after_collect")
-        insert("before_learn")
-        task.use(HERLearner(cfg, policy.learn_mode, buffer, parts.her_reward_model))
     insert("after_learn")
     insert("before_evaluate")
     task.use(interaction_evaluator(cfg, policy.eval_mode, parts.evaluator_env, stop_on_solve=cfg.run.stop_on_solve))

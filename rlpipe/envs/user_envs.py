@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlpipe.config.loader import ConfigError
+from rlpipe.errors import first_line
 
 WrapperSpec = tuple[type[gym.Wrapper], Mapping[str, Any]]
 """A wrapper class and its keyword arguments."""
@@ -36,7 +37,7 @@ def import_env_modules(modules: Sequence[str], key: str = "env.import") -> None:
         try:
             importlib.import_module(module)
         except Exception as err:  # a user's module may fail in any way while importing
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            reason = first_line(err)
             raise ConfigError(f"config key '{key}': cannot import module '{module}' ({reason})") from None
 
 
@@ -70,6 +71,6 @@ def apply_wrappers(env: gym.Env, wrappers: Sequence[WrapperSpec]) -> gym.Env:
             env = cls(env, **kwargs)
         except (TypeError, ValueError) as err:
             raise ConfigError(f"config key 'env.wrappers[{i}]': {cls.__name__}(**{dict(kwargs)}) failed "
-                              f"({str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})"
+                              f"({first_line(err)})"
                               ) from None
     return env

@@ -41,7 +41,7 @@ from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
 from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
 from rlpipe.envs.user_envs import apply_wrappers, import_env_modules, resolve_wrappers, split_module_id
-from rlpipe.errors import EnvironmentFailedError, MissingDependencyError
+from rlpipe.errors import EnvironmentFailedError, MissingDependencyError, first_line
 from rlpipe.utils.batch import FAILED_STEP
 
 EnvFactory = Callable[[], gym.Env]
@@ -182,7 +182,7 @@ def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episo
             env = gym.make(env_id, **kwargs)
         except gym.error.DependencyNotInstalled as err:
             raise MissingDependencyError(
-                f"env '{env_id}' needs a package that is not installed ({str(err).strip().splitlines()[0]}); "
+                f"env '{env_id}' needs a package that is not installed ({first_line(err)}); "
                 "MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
             ) from None
         env = apply_wrappers(env, user_wrappers)

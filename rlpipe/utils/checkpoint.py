@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from rlpipe.errors import RlpipeError
+from rlpipe.errors import RlpipeError, first_line
 from rlpipe.utils.integrity import KEY_ENV, KEYED, PLAIN, algorithm_in_use, digest
 
 MAGIC = b"RLPIPE-CHECKPOINT\n"
@@ -129,7 +129,7 @@ def read_checkpoint(path: str | Path, required: tuple[str, ...] = ("policy",)
     try:
         state = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many kinds for a corrupt file
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise CheckpointError(f"checkpoint {path} is corrupt or not a checkpoint ({reason[:160]})") from None
     if not isinstance(state, dict) or any(key not in state for key in required):
         raise CheckpointError(f"checkpoint {path} lacks the entries {list(required)}")

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from rlpipe.config import ConfigError, load_config
-from rlpipe.distributed import CollectorHalf, RayMissingError, import_ray
+from rlpipe.distributed import CollectorHalf, import_ray
 from rlpipe.entry.build import build_parts
+from rlpipe.errors import MissingDependencyError
 from rlpipe.framework.middleware.functional.explorer import epsilon_schedule
 from tests.cli_errors import one_line_error
 from tests.distributed.conftest import closed_loopback_port
@@ -74,7 +75,7 @@ def test_collectors_explore_on_streams_of_their_own(cfg) -> None:
 
 def test_backend_ray_without_ray_is_one_line(monkeypatch, capsys, tmp_path) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as when it is not installed
-    with pytest.raises(RayMissingError, match=r"scripts/setup\.sh ray"):
+    with pytest.raises(MissingDependencyError, match=r"scripts/setup\.sh ray"):
         import_ray()
     err = one_line_error(capsys, ["train", "cartpole-dqn", "--backend", "ray", "--run-dir", str(tmp_path / "r")])
     assert "distributed.backend" in err and "ray" in err

@@ -26,7 +26,7 @@ import torch
 
 from rlpipe.data.buffer.base import BufferMiddleware
 from rlpipe.data.buffer.table import Table, take_rows
-from rlpipe.errors import RlpipeError
+from rlpipe.errors import RlpipeError, first_line
 
 if TYPE_CHECKING:
     from rlpipe.data.buffer.deque_buffer import DequeBuffer
@@ -186,7 +186,7 @@ def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
     except BufferFileError:
         raise
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise BufferFileError(f"buffer file {file_name} is damaged or not an rlpipe buffer ({reason[:160]})") from None
 
 
