@@ -26,6 +26,10 @@ Runners:
   spaces (no simulator: only the update is timed), its ``ReplayBuffer`` arrays set
   directly, timed through ``model.train(gradient_steps, batch_size)``.
   ``sb3_ratio = rlpipe / sb3`` (goal >= 1.5).
+* ``matmul_floor``: only the matrix products of one SAC update (:class:`MatmulFloorRunner`), the
+  BLAS time any implementation of these shapes spends. ``floor_ratio = rlpipe / floor`` is the
+  share of that floor rlpipe reaches; ``floor_sb3_ratio = floor / sb3`` is the most any SAC
+  with these products could gain over SB3 on this machine.
 * The TD3 row: ``TD3Policy`` through the same learner vs ``stable_baselines3.TD3.train``
   (policy delay 2, target noise 0.2 clipped at 0.5). ``td3_sb3_ratio = rlpipe / sb3``. An
   update is one critic step; every second one also steps the actor and the targets.
@@ -213,6 +217,71 @@ class HandSACRunner:
         return n_updates
 
 
+# ---- the matrix products alone ------------------------------------------------------------
+class MatmulFloorRunner:
+    """Only the matrix products of one SAC update, in one sequence, into preallocated outputs.
+
+    No autograd, activations, losses, optimizer or sampling: the BLAS time every SAC of these
+    shapes must spend (twin critics as one ``bmm`` per layer, as rlpipe's ``EnsembleQ``). The
+    products, with ``x`` the critics' input ``[B, obs + action]`` and ``h`` a hidden activation:
+
+    * target: actor on ``s'`` (3 layers, both heads), target critics on ``(s', a')``;
+    * critic step: critics forward on ``(s, a)``, weight gradients of all layers and the
+      input gradient of the hidden layer;
+    * actor step: actor on ``s``, critics forward on ``(s, a_pi)`` and their input gradients
+      down to the action (no weight gradients: rlpipe freezes them), the actor's weight
+      gradients and its hidden input gradients.
+
+    The critics' one-output layer is left out (rlpipe computes it as multiply-and-sum).
+    ``floor_ratio = rlpipe / floor`` is the share of the hardware's best that rlpipe reaches.
+    """
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        n, b, h, x_size = 2, BATCH_SIZE, HIDDEN[0], OBS_SIZE + ACTION_SIZE
+        self.x = torch.randn(n, b, x_size)
+        self.h_b = torch.randn(n, b, h)  # [members, rows, hidden] activations and gradients
+        self.w1, self.w2 = torch.randn(n, x_size, h), torch.randn(n, h, h)
+        self.out_h, self.out_x = torch.empty(n, b, h), torch.empty(n, b, x_size)
+        self.grad_w1, self.grad_w2 = torch.empty(n, x_size, h), torch.empty(n, h, h)
+        self.obs, self.a_h = torch.randn(b, OBS_SIZE), torch.randn(b, h)
+        self.actor_w1, self.actor_w2 = torch.randn(OBS_SIZE, h), torch.randn(h, h)
+        self.head_w, self.head_g = torch.randn(h, ACTION_SIZE), torch.randn(b, ACTION_SIZE)
+        self.a_out_h, self.a_out_head = torch.empty(b, h), torch.empty(b, ACTION_SIZE)
+        self.a_grad_w1, self.a_grad_w2 = torch.empty(OBS_SIZE, h), torch.empty(h, h)
+        self.a_grad_head = torch.empty(h, ACTION_SIZE)
+
+    def _actor_forward(self) -> None:
+        torch.mm(self.obs, self.actor_w1, out=self.a_out_h)
+        torch.mm(self.a_h, self.actor_w2, out=self.a_out_h)
+        for _ in range(2):  # mean and log-std heads
+            torch.mm(self.a_h, self.head_w, out=self.a_out_head)
+
+    def _critic_forward(self) -> None:
+        torch.bmm(self.x, self.w1, out=self.out_h)
+        torch.bmm(self.h_b, self.w2, out=self.out_h)
+
+    def run(self, n_updates: int) -> int:
+        for _ in range(n_updates):
+            self._actor_forward()  # a' ~ pi(s')
+            self._critic_forward()  # target critics
+            self._critic_forward()  # critic step: forward, then its gradients
+            torch.bmm(self.h_b.transpose(1, 2), self.h_b, out=self.grad_w2)
+            torch.bmm(self.h_b, self.w2.transpose(1, 2), out=self.out_h)
+            torch.bmm(self.x.transpose(1, 2), self.h_b, out=self.grad_w1)
+            self._actor_forward()  # actor step: a ~ pi(s), critics, input gradients, actor gradients
+            self._critic_forward()
+            torch.bmm(self.h_b, self.w2.transpose(1, 2), out=self.out_h)
+            torch.bmm(self.h_b, self.w1.transpose(1, 2), out=self.out_x)
+            for _ in range(2):
+                torch.mm(self.a_h.t(), self.head_g, out=self.a_grad_head)
+                torch.mm(self.head_g, self.head_w.t(), out=self.a_out_h)
+            torch.mm(self.a_h.t(), self.a_h, out=self.a_grad_w2)
+            torch.mm(self.a_h, self.actor_w2.t(), out=self.a_out_h)
+            torch.mm(self.obs.t(), self.a_h, out=self.a_grad_w1)
+        return n_updates
+
+
 # ---- stable-baselines3 ---------------------------------------------------------------
 class BoxEnv(gym.Env):
     """HalfCheetah's spaces without the simulator: SB3 only needs them to build its model."""
@@ -296,6 +365,7 @@ def main() -> None:
         "rlpipe_sac": rlpipe_runner("sac", data, per_round),
         "hand_sac": HandSACRunner(data),
         "sb3_sac": SB3Runner("sac", data),
+        "matmul_floor": MatmulFloorRunner(),
         "rlpipe_td3": rlpipe_runner("td3", data, per_round),
         "sb3_td3": SB3Runner("td3", data),
     }
@@ -312,8 +382,11 @@ def main() -> None:
         "hand_ratio": best["rlpipe_sac"] / best["hand_sac"],
         "sb3_ratio": best["rlpipe_sac"] / best["sb3_sac"],
         "td3_sb3_ratio": best["rlpipe_td3"] / best["sb3_td3"],
+        "floor_ratio": best["rlpipe_sac"] / best["matmul_floor"],
+        "floor_sb3_ratio": best["matmul_floor"] / best["sb3_sac"],
     }
-    goals = {"hand_ratio": 1.0, "sb3_ratio": 1.5, "td3_sb3_ratio": math.nan}
+    goals = {"hand_ratio": 1.0, "sb3_ratio": 1.5, "td3_sb3_ratio": math.nan, "floor_ratio": math.nan,
+             "floor_sb3_ratio": math.nan}
     print(f"updates/s (best of {rounds} rounds of {per_round}, batch {BATCH_SIZE}, 1 thread)")
     for name, rate in best.items():
         print(f"  {name:<12} {rate:8.1f}")

@@ -61,10 +61,17 @@ def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
         ) from None
 
 
-def make_envs(cfg: Config) -> tuple[VectorEnvManager, VectorEnvManager]:
-    """The collector's and the evaluator's vector environments."""
-    collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed)
-    evaluator = make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + EVAL_SEED_OFFSET)
+def make_envs(cfg: Config) -> tuple[VectorEnvManager | None, VectorEnvManager]:
+    """The collector's and the evaluator's vector environments. No collector's with a remote
+    backend (``distributed.backend``): the collector actors make their own."""
+    local = cfg.distributed.backend == "local"
+    collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed) if local else None
+    try:
+        evaluator = make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + EVAL_SEED_OFFSET)
+    except BaseException:
+        if collector is not None:
+            collector.close()
+        raise
     return collector, evaluator
 
 
@@ -247,21 +254,32 @@ class Parts:
     """What a training pipeline is made of, built from one config (:func:`build_parts`).
 
     ``cfg`` is the config with the model's sizes and ``env.eval_metric`` filled in from the
-    environment. Use it as a
-    context manager to close the environments at the end.
+    environment. Use it as a context manager to close the environments at the end.
+    ``local_collector_env`` is None with a remote backend, whose collector actors make their own.
     """
 
     cfg: Config
-    collector_env: VectorEnvManager
+    local_collector_env: VectorEnvManager | None
     evaluator_env: VectorEnvManager
     policy: Policy
     buffer: DequeBuffer
     her_reward_model: HerRewardModel | None
     reward_model: IntrinsicRewardModel | None = None
 
+    @property
+    def collector_env(self) -> VectorEnvManager:
+        """The collector's vector environment (local backend only)."""
+        if self.local_collector_env is None:
+            raise ConfigError(
+                f"config key 'distributed.backend' is '{self.cfg.distributed.backend}': the collectors' "
+                "environments live in the collector actors, not in the learner"
+            )
+        return self.local_collector_env
+
     def close(self) -> None:
-        """Close both vector environments."""
-        self.collector_env.close()
+        """Close the vector environments."""
+        if self.local_collector_env is not None:
+            self.local_collector_env.close()
         self.evaluator_env.close()
 
     def __enter__(self) -> Parts:
@@ -282,7 +300,7 @@ def build_parts(cfg: Config) -> Parts:
     seed_everything(cfg.seed, cfg.run.torch_threads)
     collector_env, evaluator_env = make_envs(cfg)
     try:
-        cfg = fill_model_shapes(cfg, collector_env)
+        cfg = fill_model_shapes(cfg, evaluator_env)  # the same spaces as the collectors' envs
         her = cfg.policy.other.her is not None
         if her or cfg.env.eval_metric == "auto":  # one env, made once, answers both
             goals = probe_goals(cfg)
@@ -292,6 +310,7 @@ def build_parts(cfg: Config) -> Parts:
         reward_model = make_reward_model(cfg)
         return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model)
     except BaseException:
-        collector_env.close()
+        if collector_env is not None:
+            collector_env.close()
         evaluator_env.close()
         raise

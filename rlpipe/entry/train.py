@@ -217,8 +217,8 @@ def _run_pipeline(
     earlier run's counters when resumed) until a stop condition (``stop``, first in the
     pipeline, turns SIGINT and SIGTERM into one). ``collect``: see :func:`remote_collect_half`."""
     cfg = parts.cfg
-    if ctx.env_step > 0:
-        parts.collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
+    if ctx.env_step > 0 and parts.local_collector_env is not None:  # remote collectors reseed themselves
+        parts.local_collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         task.use(stop)

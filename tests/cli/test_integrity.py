@@ -11,10 +11,9 @@ import pytest
 from rlpipe.cli.main import main
 from tests.cli_errors import one_line_error
 from tests.run_checks import snapshot
+from tests.tiny_run import TINY_RUN
 
-TINY = ["run.max_env_step=200", "run.progress=false", "policy.collect.n_sample=40", "policy.learn.batch_size=16",
-        "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
-        "run.save_freq=1000"]
+TINY = [*TINY_RUN, "run.save_freq=1000"]
 
 
 @pytest.fixture(scope="module")

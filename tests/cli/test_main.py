@@ -13,11 +13,9 @@ import pytest
 from rlpipe.cli.main import main
 from rlpipe.data import DequeBuffer
 from tests.cli_errors import one_line_error
+from tests.tiny_run import TINY_RUN
 
-TINY = ["run.max_env_step=400", "run.progress=false", "policy.collect.n_sample=40",
-        "policy.learn.update_per_collect=2", "policy.learn.batch_size=16",
-        "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
-        "run.save_freq=20", "run.log_freq=5"]
+TINY = [*TINY_RUN, "run.max_env_step=400", "policy.learn.update_per_collect=2", "run.save_freq=20", "run.log_freq=5"]
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,10 @@ import pytest
 from rlpipe.cli.main import main
 from rlpipe.utils.metrics import read_metrics
 from tests.cli_errors import one_line_error
+from tests.tiny_run import TINY_RUN
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["run.max_env_step=200", "run.progress=false", "policy.collect.n_sample=40", "policy.learn.batch_size=16",
-        "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
-        "env.collector_env_num=2", "run.save_freq=20"]
+TINY = [*TINY_RUN, "env.collector_env_num=2", "run.save_freq=20"]
 WAYS = {
     "module:EnvId": ["env.env_id=tests.corridor_env:Corridor-v0"],
     "env.import": ["env.env_id=Corridor-v0", "env.import=[tests.corridor_env]"],

@@ -81,6 +81,14 @@ def test_backend_ray_without_ray_is_one_line(monkeypatch, capsys, tmp_path) -> N
     assert "distributed.backend" in err and "ray" in err
 
 
+def test_the_learner_of_a_ray_run_makes_no_collector_envs() -> None:
+    with build_parts(load_config("cartpole-dqn", [*SMALL, "distributed.backend=ray"])) as parts:
+        assert parts.local_collector_env is None
+        assert parts.cfg.policy.model.obs_shape == 4  # sizes come from the evaluator's envs
+        with pytest.raises(ConfigError, match=r"distributed\.backend.*collector actors"):
+            parts.collector_env  # noqa: B018
+
+
 def test_her_on_ray_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match=r"distributed\.backend"):
         load_config("bitflip-her-dqn", ["distributed.backend=ray"])

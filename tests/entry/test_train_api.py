@@ -8,9 +8,9 @@ import pytest
 import rlpipe
 from rlpipe.config import ConfigError
 from rlpipe.entry.pipeline import INSERTION_POINTS
+from tests.tiny_run import TINY_RUN
 
-TINY = ["run.max_env_step=200", "run.progress=false", "policy.collect.n_sample=40", "policy.learn.batch_size=16",
-        "policy.eval.evaluator.eval_freq=10", "env.n_evaluator_episode=2", "env.evaluator_env_num=2"]
+TINY = TINY_RUN
 
 
 def test_middleware_runs_at_its_insertion_point(tmp_path):
