@@ -1,9 +1,13 @@
 """What a collector sends the learner: one collection's transitions and the figures that go with them."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
+COUNTED_FIGURES = ("failed_steps",)
+"""Episode figures that are counts (summed over collectors); the others are window means."""
 
 
 @dataclass(frozen=True)
@@ -31,3 +35,13 @@ class Fragment:
     """The collector's :meth:`~rlpipe.envs.episode_stats.EpisodeStats.summary` and ``failed_steps``."""
     eps: float | None
     """The exploration epsilon it collected with (dqn), for the learner's logs."""
+
+
+def merge_episode_figures(figures: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """One set of training-episode figures from each collector's latest: counts
+    (:data:`COUNTED_FIGURES`) summed, window means averaged over the collectors that report them."""
+    values: dict[str, list[float]] = {}
+    for collector_figures in figures:
+        for key, value in collector_figures.items():
+            values.setdefault(key, []).append(value)
+    return {key: sum(v) if key in COUNTED_FIGURES else sum(v) / len(v) for key, v in values.items()}

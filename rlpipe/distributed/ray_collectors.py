@@ -22,7 +22,7 @@ from typing import Any
 
 from rlpipe.config import Config
 from rlpipe.distributed.collector_half import CollectorHalf
-from rlpipe.distributed.fragment import Fragment
+from rlpipe.distributed.fragment import Fragment, merge_episode_figures
 from rlpipe.distributed.weights import to_numpy, to_torch
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework.context import OnlineRLContext
@@ -231,9 +231,12 @@ class RayCollectors:
 def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], Generator[None, None, None]]:
     """Middleware in the collect half's place on the learner: one fragment per iteration into
     ``ctx.trajectories`` (so the replay ratio is the local run's), its env steps and episodes
-    counted, its collector's episode figures and epsilon for the logs, and
+    counted, the training-episode figures of all collectors (:func:`merge_episode_figures`) and
+    the fragment's epsilon for the logs, and
     ``ctx.distributed_stats``. After the iteration's learning (its code after ``yield``),
     the collectors get new requests, and the weights just learned when they are due."""
+
+    latest_figures: dict[int, dict[str, float]] = {}  # each collector's newest episode figures
 
     def _receive(ctx: OnlineRLContext) -> Generator[None, None, None]:
         collectors.request(ctx.env_step, ctx.train_iter)
@@ -241,7 +244,8 @@ def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], 
         ctx.trajectories = fragment.transitions
         ctx.env_step += fragment.env_steps
         ctx.env_episode += fragment.env_episodes
-        ctx.collect_episode_stats = fragment.episode_stats
+        latest_figures[fragment.collector] = fragment.episode_stats
+        ctx.collect_episode_stats = merge_episode_figures(latest_figures.values())
         if fragment.eps is not None:
             ctx.collect_kwargs["eps"] = fragment.eps
         ctx.distributed_stats = collectors.stats()

@@ -9,6 +9,7 @@ import torch
 
 from rlpipe.config import ConfigError, load_config
 from rlpipe.distributed import CollectorHalf, import_ray
+from rlpipe.distributed.fragment import merge_episode_figures
 from rlpipe.entry.build import build_parts
 from rlpipe.errors import MissingDependencyError
 from rlpipe.framework.middleware.functional.explorer import epsilon_schedule
@@ -79,6 +80,15 @@ def test_backend_ray_without_ray_is_one_line(monkeypatch, capsys, tmp_path) -> N
         import_ray()
     err = one_line_error(capsys, ["train", "cartpole-dqn", "--backend", "ray", "--run-dir", str(tmp_path / "r")])
     assert "distributed.backend" in err and "ray" in err
+
+
+def test_episode_figures_of_collectors_merge_counts_summed_and_means_averaged() -> None:
+    merged = merge_episode_figures([
+        {"episode_return_mean": 10.0, "episode_length_mean": 20.0, "failed_steps": 1},
+        {"episode_return_mean": 30.0, "episode_length_mean": 40.0, "success_rate": 0.5, "failed_steps": 2},
+    ])
+    assert merged == {"episode_return_mean": 20.0, "episode_length_mean": 30.0, "success_rate": 0.5, "failed_steps": 3}
+    assert merge_episode_figures([{}, {}]) == {}  # no episode has ended yet
 
 
 def test_the_learner_of_a_ray_run_makes_no_collector_envs() -> None:

@@ -13,6 +13,7 @@ import pytest
 from rlpipe.cli.main import main
 from rlpipe.config import load_config
 from rlpipe.distributed import Fragment, RayCollectors, fragment_receiver
+from rlpipe.distributed.fragment import merge_episode_figures
 from rlpipe.entry import train
 from rlpipe.entry.build import build_parts
 from rlpipe.entry.pipeline import use_training_pipeline
@@ -109,6 +110,8 @@ def test_a_killed_collector_comes_back_with_current_weights_and_counts_stay_exac
     assert ctx.env_episode == sum(f.env_episodes for _, _, f in received)
     assert stored == sum(len(f.transitions["reward"]) for _, _, f in received if f.transitions is not None)
     assert ctx.train_iter > killed["train_iter"]
+    latest = {f.collector: f.episode_stats for _, _, f in received}  # the logs merge both collectors' figures
+    assert set(latest) == {0, 1} and ctx.collect_episode_stats == merge_episode_figures(latest.values())
 
 
 def test_ray_run_resumes_from_its_checkpoint(ray_cluster, tmp_path) -> None:
