@@ -73,10 +73,6 @@ class ModelConfig(_Strict):
     obs_norm: bool = Field(
         False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg)."
     )
-    critic_layer_norm: bool = Field(
-        False, description="LayerNorm (with a learned scale and shift) before each hidden ReLU of the critics "
-        "(sac, td3, ddpg): steadier Q targets.",
-    )
 
 
 class LearnConfig(_Strict):
@@ -307,10 +303,9 @@ class Config(_Strict):
     def _settings_work_together(self) -> Config:
         """Reject combinations that would crash mid-run or be silently ignored."""
         policy = self.policy
-        for key in ("obs_norm", "critic_layer_norm"):
-            if getattr(policy.model, key) and policy.type not in CONTINUOUS_POLICY_TYPES:
-                raise ValueError(f"policy.model.{key} is for {', '.join(CONTINUOUS_POLICY_TYPES)}, "
-                                 f"not policy.type '{policy.type}'")
+        if policy.model.obs_norm and policy.type not in CONTINUOUS_POLICY_TYPES:
+            raise ValueError(f"policy.model.obs_norm is for {', '.join(CONTINUOUS_POLICY_TYPES)}, "
+                             f"not policy.type '{policy.type}'")
         if policy.other.her is not None:
             if policy.collect.n_episode is None:
                 raise ValueError("policy.other.her needs policy.collect.n_episode (HER collects whole episodes)")

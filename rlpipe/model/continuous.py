@@ -87,32 +87,15 @@ class EnsembleLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, n={self.n}"
 
 
-class EnsembleLayerNorm(nn.Module):
-    """LayerNorm over the last dimension of ``[n, B, size]``, with each member's own scale and shift."""
-
-    def __init__(self, size: int, n: int) -> None:
-        super().__init__()
-        self.size = size
-        self.weight = nn.Parameter(torch.ones(n, 1, size))
-        self.bias = nn.Parameter(torch.zeros(n, 1, size))
-
-    def forward(self, x: torch.Tensor, members: int | None = None) -> torch.Tensor:
-        weight, bias = (self.weight, self.bias) if members is None else (self.weight[:members], self.bias[:members])
-        return torch.addcmul(bias, nn.functional.layer_norm(x, (self.size,)), weight)
-
-
 class EnsembleQ(nn.Module):
     """``n_critics`` Q-functions ``Q_i(s, a)``, each an MLP on ``concat(obs, action)``.
 
     ``forward(obs [B, obs_shape], action [B, action_shape])`` returns ``q`` ``[n_critics, B]``;
-    the members share no weights, only the batched matrix products that evaluate them. With
-    ``layer_norm`` each hidden layer is linear -> LayerNorm -> ReLU (as in Ball et al., 2023,
-    and Nauman et al., 2024, where it steadies the critics' targets).
+    the members share no weights, only the batched matrix products that evaluate them.
     """
 
     def __init__(
-        self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256), n_critics: int = 2,
-        layer_norm: bool = False,
+        self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256), n_critics: int = 2
     ) -> None:
         super().__init__()
         _check_sizes(obs_shape, action_shape)
@@ -123,7 +106,6 @@ class EnsembleQ(nn.Module):
         self.layers = nn.ModuleList(
             EnsembleLinear(i, o, self.n_critics) for i, o in pairwise(sizes)
         )
-        self.norms = nn.ModuleList(EnsembleLayerNorm(size, self.n_critics) for size in hidden) if layer_norm else None
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor, members: int | None = None) -> torch.Tensor:
         """``q`` ``[n, B]`` of the first ``members`` critics (all when None)."""
@@ -132,8 +114,6 @@ class EnsembleQ(nn.Module):
         for i, layer in enumerate(self.layers):
             h = layer(h, members)
             if i < last:
-                if self.norms is not None:
-                    h = self.norms[i](h, members)
                 h = h.relu_()  # in place: baddbmm's backward does not need its output
         return h.squeeze(-1)
 

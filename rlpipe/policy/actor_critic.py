@@ -61,11 +61,6 @@ def check_model_cfg(model_cfg: Any) -> tuple[int, int, list[int]]:
     return int(model_cfg.obs_shape), int(model_cfg.action_shape), list(model_cfg.encoder_hidden_size_list)
 
 
-def critic_layer_norm(model_cfg: Any) -> bool:
-    """``model.critic_layer_norm``; a config without the field (the seed's) means off."""
-    return bool(getattr(model_cfg, "critic_layer_norm", False))
-
-
 def target_theta_of(learn_cfg: Any) -> float:
     if learn_cfg.target_theta is None:
         raise ValueError("cfg.learn.target_theta must be set: actor-critic targets are Polyak-averaged every step")

@@ -41,7 +41,6 @@ from rlpipe.policy.actor_critic import (
     ActorCriticPolicy,
     ArrayLike,
     check_model_cfg,
-    critic_layer_norm,
     frozen,
     gradient_step,
     soft_update_,
@@ -127,7 +126,7 @@ class SACPolicy(ActorCriticPolicy):
         self._target_entropy = float(-action_shape if learn.target_entropy is None else learn.target_entropy)
 
         self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, critic_layer_norm(cfg.model)).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics=2).to(self._device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(
             math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha

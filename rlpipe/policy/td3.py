@@ -32,7 +32,6 @@ from rlpipe.policy.actor_critic import (
     ActorCriticPolicy,
     ArrayLike,
     check_model_cfg,
-    critic_layer_norm,
     frozen,
     gradient_step,
     soft_update_,
@@ -108,8 +107,7 @@ class DeterministicActorCritic(ActorCriticPolicy):
         self._explore_sigma = float(cfg.collect.noise_sigma)
 
         self.actor = DeterministicActor(obs_shape, action_shape, hidden).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics, critic_layer_norm(cfg.model))
-        self.critic.to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics).to(self._device)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor))

@@ -107,9 +107,3 @@ def test_replay_ratio_sets_update_per_collect_from_the_env_steps_really_collecte
 def test_a_continuous_policy_without_soft_target_updates_is_refused():
     with pytest.raises(ConfigError, match=r"policy\.type 'sac' uses soft target updates"):
         load_config("cartpole-dqn", ["policy.type=sac"])
-
-
-@pytest.mark.parametrize("key", ["obs_norm", "critic_layer_norm"])
-def test_actor_critic_model_options_on_dqn_are_refused_by_name(key):
-    with pytest.raises(ConfigError, match=rf"policy\.model\.{key} is for sac, td3, ddpg, not policy\.type 'dqn'"):
-        load_config("cartpole-dqn", [f"policy.model.{key}=true"])

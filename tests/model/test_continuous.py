@@ -10,37 +10,24 @@ from rlpipe.model.continuous import LOG_STD_MAX, LOG_STD_MIN, squashed_gaussian_
 
 
 def separate_stacks(ensemble: EnsembleQ) -> list[nn.Sequential]:
-    """Member ``i`` of ``ensemble`` as an ordinary ``Linear -> (LayerNorm ->) ReLU -> ... -> Linear`` stack."""
+    """Member ``i`` of ``ensemble`` as an ordinary ``Linear -> ReLU -> ... -> Linear`` stack."""
     stacks = []
     for i in range(ensemble.n_critics):
         layers: list[nn.Module] = []
-        for j, layer in enumerate(ensemble.layers):
+        for layer in ensemble.layers:
             linear = nn.Linear(layer.in_features, layer.out_features)
             with torch.no_grad():
                 linear.weight.copy_(layer.weight[i].T)
                 linear.bias.copy_(layer.bias[i, 0])
-            layers.append(linear)
-            if ensemble.norms is not None and j < len(ensemble.norms):
-                norm = nn.LayerNorm(layer.out_features)
-                with torch.no_grad():
-                    norm.weight.copy_(ensemble.norms[j].weight[i, 0])
-                    norm.bias.copy_(ensemble.norms[j].bias[i, 0])
-                layers.append(norm)
-            layers.append(nn.ReLU())
+            layers += [linear, nn.ReLU()]
         stacks.append(nn.Sequential(*layers[:-1]))
     return stacks
 
 
 # ---- EnsembleQ -----------------------------------------------------------------------
-@pytest.mark.parametrize("layer_norm", [False, True])
-def test_ensemble_equals_separate_stacks_forward_and_backward(layer_norm):
+def test_ensemble_equals_separate_stacks_forward_and_backward():
     torch.manual_seed(0)
-    ensemble = EnsembleQ(5, 2, hidden=(16, 8), n_critics=3, layer_norm=layer_norm)
-    if layer_norm:  # members' scales and shifts differ, so a mixed-up member shows
-        with torch.no_grad():
-            for norm in ensemble.norms:
-                norm.weight.uniform_(0.5, 1.5)
-                norm.bias.uniform_(-0.5, 0.5)
+    ensemble = EnsembleQ(5, 2, hidden=(16, 8), n_critics=3)
     stacks = separate_stacks(ensemble)
     obs, action = torch.randn(7, 5), torch.rand(7, 2) * 2 - 1
     q = ensemble(obs, action)
@@ -55,17 +42,11 @@ def test_ensemble_equals_separate_stacks_forward_and_backward(layer_norm):
         for layer, linear in zip(ensemble.layers, linears, strict=True):
             torch.testing.assert_close(layer.weight.grad[i].T, linear.weight.grad)
             torch.testing.assert_close(layer.bias.grad[i, 0], linear.bias.grad)
-        norms = [m for m in stack if isinstance(m, nn.LayerNorm)]
-        assert len(norms) == (2 if layer_norm else 0)
-        for ours, theirs in zip(ensemble.norms or [], norms, strict=True):
-            torch.testing.assert_close(ours.weight.grad[i, 0], theirs.weight.grad)
-            torch.testing.assert_close(ours.bias.grad[i, 0], theirs.bias.grad)
 
 
-@pytest.mark.parametrize("layer_norm", [False, True])
-def test_members_selects_the_first_critics(layer_norm):
+def test_members_selects_the_first_critics():
     torch.manual_seed(0)
-    ensemble = EnsembleQ(4, 3, hidden=(8,), n_critics=2, layer_norm=layer_norm)
+    ensemble = EnsembleQ(4, 3, hidden=(8,), n_critics=2)
     obs, action = torch.randn(5, 4), torch.randn(5, 3)
     torch.testing.assert_close(ensemble(obs, action, members=1), ensemble(obs, action)[:1])
 
