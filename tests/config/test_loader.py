@@ -107,3 +107,8 @@ def test_replay_ratio_sets_update_per_collect_from_the_env_steps_really_collecte
 def test_a_continuous_policy_without_soft_target_updates_is_refused():
     with pytest.raises(ConfigError, match=r"policy\.type 'sac' uses soft target updates"):
         load_config("cartpole-dqn", ["policy.type=sac"])
+
+
+def test_obs_norm_on_dqn_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"policy\.model\.obs_norm is for sac, td3, ddpg, not policy\.type 'dqn'"):
+        load_config("cartpole-dqn", ["policy.model.obs_norm=true"])
