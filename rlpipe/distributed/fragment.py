@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-COUNTED_FIGURES = ("failed_steps",)
+from rlpipe.framework.middleware.collector import FAILED_STEPS
+
+COUNTED_FIGURES = (FAILED_STEPS,)
 """Episode figures that are counts (summed over collectors); the others are window means."""
 
 

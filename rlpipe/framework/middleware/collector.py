@@ -25,9 +25,13 @@ def _act(policy: Any, env: VectorEnvManager, ctx: OnlineRLContext, random_collec
     return policy.forward(env.obs, **ctx.collect_kwargs)
 
 
+FAILED_STEPS = "failed_steps"
+"""Key of the env steps that failed so far in the collectors' episode figures (a count, not a mean)."""
+
+
 def _episode_figures(env: VectorEnvManager) -> dict[str, float]:
     """The env's :meth:`EpisodeStats.summary` and ``failed_steps``, the env steps that failed so far."""
-    return {**env.episode_stats.summary(), "failed_steps": env.failed_steps}
+    return {**env.episode_stats.summary(), FAILED_STEPS: env.failed_steps}
 
 
 def _count(ctx: OnlineRLContext, step: Batch) -> None:
