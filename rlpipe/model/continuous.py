@@ -75,13 +75,19 @@ class EnsembleLinear(nn.Module):
         weight, bias = (self.weight, self.bias) if members is None else (self.weight[:members], self.bias[:members])
         if x.dim() == 2:
             x = x.expand(weight.shape[0], *x.shape)  # a view: every member reads the same rows
+        # Under bfloat16 autocast (learn.precision) ``x`` arrives in bfloat16: the small weights
+        # below are cast to it, since a float32 operand would make each op convert the whole
+        # [n, B, hidden] activation to float32 and back (more time than the bf16 products save).
         if self.out_features == 1:
             # A dot product per row. As a [B, in] x [in, 1] product (and the [B, 1] x [1, in]
-            # one of its backward) CPU BLAS is about 4x slower than multiply-and-sum.
-            return (x * weight.transpose(1, 2)).sum(dim=-1, keepdim=True) + bias
+            # one of its backward) CPU BLAS is about 4x slower than multiply-and-sum. The sum
+            # accumulates in float32 so that Q-values keep full precision.
+            products = x * weight.transpose(1, 2).to(x.dtype)
+            return products.sum(dim=-1, keepdim=True, dtype=torch.float32) + bias
         # bmm then an in-place bias: baddbmm's broadcast copy of the bias into its output
         # costs about 20% more at 256 x 256 on one CPU thread.
-        return torch.bmm(x, weight).add_(bias)
+        out = torch.bmm(x, weight)
+        return out.add_(bias.to(out.dtype))
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, n={self.n}"

@@ -3,6 +3,7 @@ step, Polyak averaging, critics frozen for the actor step, the policy's own gene
 :class:`ActorCriticPolicy`, the frame around each update rule."""
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,7 +16,10 @@ from torch import nn
 from rlpipe.policy.base import PolicyMode
 from rlpipe.utils.running_stats import RunningMeanStd
 
+logger = logging.getLogger(__name__)
 ArrayLike = np.ndarray | torch.Tensor
+PRECISIONS = ("fp32", "bf16-mixed")
+"""Values of ``learn.precision`` (the config schema lists the same)."""
 OBS_NORM_CLIP = 5.0
 """With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
@@ -150,7 +154,7 @@ class ActorCriticPolicy(ABC):
         self._rng = Generators(seed, self._device)
         obs_norm = bool(getattr(cfg.model, "obs_norm", False))
         self._obs_stats = RunningMeanStd((check_model_cfg(cfg.model)[0],)) if obs_norm else None
-        self.learn_mode = PolicyMode(self._forward_learn)
+        self.learn_mode = PolicyMode(self._learn_under_autocast if self._bf16_mixed(cfg.learn) else self._forward_learn)
         self.collect_mode = PolicyMode(self._forward_collect)
         self.eval_mode = PolicyMode(self._forward_eval)
 
@@ -178,6 +182,24 @@ class ActorCriticPolicy(ABC):
             return b
         self._obs_stats.update(b.obs)
         return b._replace(obs=self._normalized(b.obs), next_obs=self._normalized(b.next_obs))
+
+    def _bf16_mixed(self, learn_cfg: Any) -> bool:
+        """Whether ``learn.precision`` (absent means fp32) asks for bfloat16 products in the updates."""
+        precision = getattr(learn_cfg, "precision", "fp32")
+        if precision not in PRECISIONS:
+            raise ValueError(f"cfg.learn.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision == "fp32":
+            return False
+        # torch's own test for the oneDNN bfloat16 kernels (AVX512-BF16 or AMX); it has no public one.
+        if self._device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            logger.warning("learn.precision=bf16-mixed: this CPU has no bfloat16 instructions, updates will be slower")
+        return True
+
+    def _learn_under_autocast(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """:meth:`_forward_learn` with the matrix products in bfloat16 (``torch.autocast``): the
+        parameters, their gradients, Adam's state and the losses' reductions stay float32."""
+        with torch.autocast(self._device.type, dtype=torch.bfloat16):
+            return self._forward_learn(batch)
 
     @abstractmethod
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...

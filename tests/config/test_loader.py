@@ -112,3 +112,12 @@ def test_a_continuous_policy_without_soft_target_updates_is_refused():
 def test_obs_norm_on_dqn_is_refused_by_name():
     with pytest.raises(ConfigError, match=r"policy\.model\.obs_norm is for sac, td3, ddpg, not policy\.type 'dqn'"):
         load_config("cartpole-dqn", ["policy.model.obs_norm=true"])
+
+
+def test_precision_is_checked_by_name():
+    assert load_config("pendulum-sac", ["policy.learn.precision=bf16-mixed"]).policy.learn.precision == "bf16-mixed"
+    with pytest.raises(ConfigError, match=r"'policy\.learn\.precision': Input should be 'fp32' or 'bf16-mixed'"):
+        load_config("pendulum-sac", ["policy.learn.precision=fp16"])
+    refused = r"policy\.learn\.precision=bf16-mixed is for sac, td3, ddpg, not policy\.type 'dqn'"
+    with pytest.raises(ConfigError, match=refused):
+        load_config("cartpole-dqn", ["policy.learn.precision=bf16-mixed"])

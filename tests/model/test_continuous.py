@@ -44,6 +44,21 @@ def test_ensemble_equals_separate_stacks_forward_and_backward():
             torch.testing.assert_close(layer.bias.grad[i, 0], linear.bias.grad)
 
 
+def test_under_bf16_autocast_hidden_layers_stay_bf16_and_q_values_float32():
+    torch.manual_seed(0)
+    ensemble = EnsembleQ(5, 2, hidden=(64, 64), n_critics=2)
+    obs, action = torch.randn(32, 5), torch.rand(32, 2) * 2 - 1
+    hidden_dtypes = []
+    ensemble.layers[1].register_forward_hook(lambda module, inputs, output: hidden_dtypes.append(output.dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        q = ensemble(obs, action)
+        q.sum().backward()
+    assert hidden_dtypes == [torch.bfloat16]  # the activations between the products
+    assert q.dtype == torch.float32
+    torch.testing.assert_close(q, ensemble(obs, action).detach(), rtol=0.02, atol=0.02)
+    assert all(p.grad.dtype == torch.float32 for p in ensemble.parameters())
+
+
 def test_members_selects_the_first_critics():
     torch.manual_seed(0)
     ensemble = EnsembleQ(4, 3, hidden=(8,), n_critics=2)
