@@ -34,7 +34,8 @@ Runners:
   products in bfloat16 under ``torch.autocast``; parameters, gradients, Adam and losses float32).
   Not like for like: SB3 has no such setting, so ``sb3_ratio`` stays the fp32 comparison and
   ``bf16_sb3_ratio = rlpipe_sac_bf16 / sb3`` is what a user who opts in gains (on CPUs with
-  bfloat16 instructions; elsewhere it is slower). ``bf16_fp32_ratio = rlpipe_sac_bf16 / rlpipe``.
+  bfloat16 instructions; elsewhere it is slower). ``bf16_fp32_ratio = rlpipe_sac_bf16 / rlpipe``;
+  ``td3_bf16_sb3_ratio`` is the same for TD3.
 * The TD3 row: ``TD3Policy`` through the same learner vs ``stable_baselines3.TD3.train``
   (policy delay 2, target noise 0.2 clipped at 0.5). ``td3_sb3_ratio = rlpipe / sb3``. An
   update is one critic step; every second one also steps the actor and the targets.
@@ -376,6 +377,7 @@ def main() -> None:
         "sb3_sac": SB3Runner("sac", data),
         "matmul_floor": MatmulFloorRunner(),
         "rlpipe_td3": rlpipe_runner("td3", data, per_round),
+        "rlpipe_td3_bf16": rlpipe_runner("td3", data, per_round, precision="bf16-mixed"),
         "sb3_td3": SB3Runner("td3", data),
     }
     torch.set_num_threads(1)  # in case a library changed it while building
@@ -395,14 +397,15 @@ def main() -> None:
         "floor_sb3_ratio": best["matmul_floor"] / best["sb3_sac"],
         "bf16_sb3_ratio": best["rlpipe_sac_bf16"] / best["sb3_sac"],
         "bf16_fp32_ratio": best["rlpipe_sac_bf16"] / best["rlpipe_sac"],
+        "td3_bf16_sb3_ratio": best["rlpipe_td3_bf16"] / best["sb3_td3"],
     }
     goals = {"hand_ratio": 1.0, "sb3_ratio": 1.5}
     print(f"updates/s (best of {rounds} rounds of {per_round}, batch {BATCH_SIZE}, 1 thread)")
     for name, rate in best.items():
-        print(f"  {name:<15} {rate:8.1f}")
+        print(f"  {name:<18} {rate:8.1f}")
     for name, ratio in ratios.items():
         goal = f"  (goal >= {goals[name]})" if name in goals else ""
-        print(f"  {name:<15} {ratio:6.3f}{goal}")
+        print(f"  {name:<18} {ratio:6.3f}{goal}")
     print(
         json.dumps(
             {

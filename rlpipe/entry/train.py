@@ -125,7 +125,8 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
             f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
             f"(replay ratio {ratio:.3g})"
         )
-    return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}"
+    precision = "" if policy.learn.precision == "fp32" else f", {policy.learn.precision} products"
+    return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}{precision}"
 
 
 def train(

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from rlpipe.cli.main import main
+from rlpipe.config import load_config
 from rlpipe.data import DequeBuffer
+from rlpipe.entry.train import describe_run
 from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
@@ -181,6 +183,13 @@ def test_train_first_says_where_the_run_goes_and_its_replay_ratio(capsys, tmp_pa
     first, *_, last = capsys.readouterr().out.strip().splitlines()
     assert first == f"cartpole-dqn (dqn) in {run_dir}: 20 gradient updates per 40 env steps (replay ratio 0.5)"
     assert json.loads(last)["updates_per_env_step"] == 0.5
+
+
+def test_the_first_line_names_bf16_products_when_asked_for():
+    plain, mixed = (load_config("pendulum-sac", extra) for extra in ([], ["policy.learn.precision=bf16-mixed"]))
+    first = describe_run(plain, Path("r"))
+    assert first == "pendulum-sac (sac) in r: 8 gradient updates per 8 env steps (replay ratio 1)"
+    assert describe_run(mixed, Path("r")) == first + ", bf16-mixed products"
 
 
 def test_overrides_may_stand_after_options(tmp_path):
