@@ -108,7 +108,7 @@ class LearnConfig(_Strict):
         "fp32",
         description="Arithmetic of the updates (sac, td3, ddpg): bf16-mixed runs the matrix products in "
         "bfloat16 under torch.autocast (weights, optimizers and losses stay float32); about 2x faster "
-        "products where the CPU has bf16 instructions (AVX512-BF16, AMX) or on a GPU.",
+        "products where the CPU has bf16 instructions (AVX512-BF16, AMX) or on a GPU that has them.",
     )
     double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation (dqn).")
 

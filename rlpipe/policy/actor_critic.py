@@ -126,8 +126,9 @@ class ActorCriticPolicy(ABC):
     """The frame of SAC, TD3 and DDPG around their update rule.
 
     It reads the settings every actor-critic shares (``discount_factor``, ``nstep``, ``cuda``,
-    ``learn.grad_clip``, ``learn.target_theta``, ``model.obs_norm``), owns the device, the update
-    counter, the generators and the observation statistics, and wires the three modes.
+    ``learn.grad_clip``, ``learn.target_theta``, ``learn.precision``, ``model.obs_norm``), owns the
+    device, the update counter, the generators and the observation statistics, and wires the three
+    modes (``learn_mode`` under bfloat16 autocast with ``precision: bf16-mixed``).
 
     Observation normalisation (``model.obs_norm``; absent means off). Every network sees
     observations normalised by running statistics of the observations of the learning
