@@ -75,6 +75,10 @@ class ModelConfig(_Strict):
     )
 
 
+Precision = Literal["fp32", "bf16-mixed"]
+"""Values of ``policy.learn.precision`` (the actor-critic policies check seed configs against the same)."""
+
+
 class LearnConfig(_Strict):
     batch_size: PositiveInt = Field(64, description="Transitions per training batch.")
     update_per_collect: PositiveInt = Field(
@@ -104,7 +108,7 @@ class LearnConfig(_Strict):
         None, gt=0, le=1, description="Soft (Polyak) target update rate; when set, replaces hard updates."
     )
     grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
-    precision: Literal["fp32", "bf16-mixed"] = Field(
+    precision: Precision = Field(
         "fp32",
         description="Arithmetic of the updates (sac, td3, ddpg): bf16-mixed runs the matrix products in "
         "bfloat16 under torch.autocast (weights, optimizers and losses stay float32); about 2x faster "

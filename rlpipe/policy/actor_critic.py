@@ -7,19 +7,20 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 import numpy as np
 import torch
 from torch import nn
 
+from rlpipe.config.schema import Precision
 from rlpipe.policy.base import PolicyMode
 from rlpipe.utils.running_stats import RunningMeanStd
 
 logger = logging.getLogger(__name__)
 ArrayLike = np.ndarray | torch.Tensor
-PRECISIONS = ("fp32", "bf16-mixed")
-"""Values of ``learn.precision`` (the config schema lists the same)."""
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+"""Values of ``learn.precision``."""
 OBS_NORM_CLIP = 5.0
 """With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
