@@ -6,7 +6,7 @@ read only the attributes they need, so any nested attribute object with the same
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
@@ -63,18 +63,19 @@ class EnvConfig(_Strict):
 class ModelConfig(_Strict):
     obs_shape: PositiveInt | None = Field(None, description="Observation size; None: taken from the env.")
     action_shape: PositiveInt | None = Field(
-        None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg); None: from the env."
+        None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg, crossq); None: from the env."
     )
     encoder_hidden_size_list: list[PositiveInt] = Field(
         default_factory=lambda: [64, 64],
-        description="Hidden layer sizes of the MLPs (dqn: the Q network; sac, td3, ddpg: the actor and each critic).",
+        description="Hidden layer sizes of the MLPs (dqn: the Q network; the others: the actor and each critic).",
     )
     dueling: bool = Field(False, description="Use a dueling (value + advantage) head.")
     obs_norm: bool = Field(
-        False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg)."
+        False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg, crossq)."
     )
 
 
+AdamBeta = Annotated[float, Field(ge=0, lt=1)]
 Precision = Literal["fp32", "bf16-mixed"]
 """Values of ``policy.learn.precision`` (the actor-critic policies check seed configs against the same)."""
 
@@ -90,14 +91,16 @@ class LearnConfig(_Strict):
         "(= replay_ratio x collect.n_sample, at least 1), replacing any value given for it.",
     )
     learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate (dqn).")
-    learning_rate_actor: float = Field(3e-4, gt=0, description="Adam learning rate of the actor (sac, td3, ddpg).")
-    learning_rate_q: float = Field(3e-4, gt=0, description="Adam learning rate of the critics (sac, td3, ddpg).")
-    learning_rate_alpha: float = Field(3e-4, gt=0, description="Adam learning rate of the temperature (sac).")
-    alpha: float = Field(0.2, gt=0, description="Entropy temperature (sac): the initial one with auto_alpha.")
-    auto_alpha: bool = Field(True, description="Learn the temperature toward target_entropy (sac).")
-    target_entropy: float | None = Field(None, description="Entropy target of auto_alpha (sac); None: -action dims.")
+    learning_rate_actor: float = Field(3e-4, gt=0, description="Adam learning rate of the actor (the actor-critics).")
+    learning_rate_q: float = Field(3e-4, gt=0, description="Adam learning rate of the critics (the actor-critics).")
+    learning_rate_alpha: float = Field(3e-4, gt=0, description="Adam learning rate of the temperature (sac, crossq).")
+    alpha: float = Field(0.2, gt=0, description="Entropy temperature (sac, crossq): the initial one with auto_alpha.")
+    auto_alpha: bool = Field(True, description="Learn the temperature toward target_entropy (sac, crossq).")
+    target_entropy: float | None = Field(
+        None, description="Entropy target of auto_alpha (sac, crossq); None: -action dims."
+    )
     actor_update_freq: PositiveInt = Field(
-        2, description="Actor and target updates every this many critic updates (td3; ddpg updates every step)."
+        2, description="Actor (and target) updates every this many critic updates (td3, crossq; ddpg: every step)."
     )
     noise_sigma: float = Field(0.2, ge=0, description="Std of the target policy smoothing noise (td3).")
     noise_clip: float = Field(0.5, ge=0, description="Target policy smoothing noise is clipped to +-this (td3).")
@@ -110,9 +113,12 @@ class LearnConfig(_Strict):
     grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
     precision: Precision = Field(
         "fp32",
-        description="Arithmetic of the updates (sac, td3, ddpg): bf16-mixed runs the matrix products in "
+        description="Arithmetic of the updates (sac, td3, ddpg, crossq): bf16-mixed runs the matrix products in "
         "bfloat16 under torch.autocast (weights, optimizers and losses stay float32); about 2x faster "
         "products where the CPU has bf16 instructions (AVX512-BF16, AMX) or on a GPU that has them.",
+    )
+    adam_betas: tuple[AdamBeta, AdamBeta] = Field(
+        (0.9, 0.999), description="Adam's (beta1, beta2), each in [0, 1); CrossQ's paper uses [0.5, 0.999]."
     )
     double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation (dqn).")
 
@@ -183,13 +189,15 @@ class OtherConfig(_Strict):
     her: HerConfig | None = Field(None, description="Hindsight experience replay; None disables it.")
 
 
-POLICY_TYPES = ("dqn", "sac", "td3", "ddpg")
-CONTINUOUS_POLICY_TYPES = ("sac", "td3", "ddpg")
+PolicyType = Literal["dqn", "sac", "td3", "ddpg", "crossq"]
+CONTINUOUS_POLICY_TYPES = ("sac", "td3", "ddpg", "crossq")
+TARGET_FREE_POLICY_TYPES = ("crossq",)
+"""Actor-critics without target networks (no ``learn.target_theta``)."""
 
 
 class PolicyConfig(_Strict):
-    type: Literal["dqn", "sac", "td3", "ddpg"] = Field(
-        "dqn", description="Algorithm: dqn (discrete actions); sac, td3, ddpg (continuous actions)."
+    type: PolicyType = Field(
+        "dqn", description="Algorithm: dqn (discrete actions); sac, td3, ddpg, crossq (continuous actions)."
     )
     cuda: bool = Field(False, description="Train on the GPU when available.")
     priority: bool = Field(False, description="Prioritised replay: the learner returns per-sample priorities.")
@@ -339,7 +347,11 @@ class Config(_Strict):
             raise ValueError(
                 f"policy.collect.unroll_len > 1 needs a sequence policy; '{policy.type}' trains on single steps"
             )
-        if policy.type in CONTINUOUS_POLICY_TYPES and policy.learn.target_theta is None:
+        if policy.type in TARGET_FREE_POLICY_TYPES:
+            if policy.learn.target_theta is not None:
+                raise ValueError(f"policy.learn.target_theta is not used by policy.type '{policy.type}', "
+                                 "which has no target networks: remove it")
+        elif policy.type in CONTINUOUS_POLICY_TYPES and policy.learn.target_theta is None:
             raise ValueError(
                 f"policy.type '{policy.type}' uses soft target updates: set policy.learn.target_theta (e.g. 0.005)"
             )

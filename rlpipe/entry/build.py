@@ -20,7 +20,7 @@ from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_lay
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.errors import first_line
-from rlpipe.policy import DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
+from rlpipe.policy import CrossQPolicy, DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
 ASYNC_STEP_TIMEOUT_S = 60.0
@@ -114,7 +114,7 @@ def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
 
 
 POLICIES: dict[str, Callable[..., Policy]] = {
-    "dqn": DQNPolicy, "sac": SACPolicy, "td3": TD3Policy, "ddpg": DDPGPolicy,
+    "dqn": DQNPolicy, "sac": SACPolicy, "td3": TD3Policy, "ddpg": DDPGPolicy, "crossq": CrossQPolicy,
 }
 """The policy class of each ``policy.type``."""
 

@@ -15,6 +15,8 @@ from itertools import pairwise
 import torch
 from torch import nn
 
+from rlpipe.model.batch_renorm import BatchRenorm
+
 LOG_STD_MIN = -20.0
 LOG_STD_MAX = 2.0
 _LOG_2 = math.log(2.0)
@@ -31,10 +33,14 @@ def _check_obs(obs: torch.Tensor, obs_shape: int) -> None:
         raise ValueError(f"model expects observations of size {obs_shape}, got shape {tuple(obs.shape)}")
 
 
-def _mlp(in_size: int, hidden: Sequence[int]) -> nn.Sequential:
-    layers: list[nn.Module] = []
+def _mlp(in_size: int, hidden: Sequence[int], batch_renorm: bool = False) -> nn.Sequential:
+    """Linear and ReLU layers; with ``batch_renorm`` the input and each ReLU's output are
+    batch-renormalised (CrossQ's placement)."""
+    layers: list[nn.Module] = [BatchRenorm(in_size)] if batch_renorm else []
     for size in hidden:
         layers += [nn.Linear(in_size, size), nn.ReLU(inplace=True)]  # Linear's backward needs no output
+        if batch_renorm:
+            layers.append(BatchRenorm(size))
         in_size = size
     return nn.Sequential(*layers)
 
@@ -97,11 +103,18 @@ class EnsembleQ(nn.Module):
     """``n_critics`` Q-functions ``Q_i(s, a)``, each an MLP on ``concat(obs, action)``.
 
     ``forward(obs [B, obs_shape], action [B, action_shape])`` returns ``q`` ``[n_critics, B]``;
-    the members share no weights, only the batched matrix products that evaluate them.
+    the members share no weights, only the batched matrix products that evaluate them. With
+    ``batch_renorm`` (CrossQ) each member renormalises its input and each hidden ReLU's output
+    with its own :class:`BatchRenorm` statistics.
     """
 
     def __init__(
-        self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256), n_critics: int = 2
+        self,
+        obs_shape: int,
+        action_shape: int,
+        hidden: Sequence[int] = (256, 256),
+        n_critics: int = 2,
+        batch_renorm: bool = False,
     ) -> None:
         super().__init__()
         _check_sizes(obs_shape, action_shape)
@@ -112,12 +125,19 @@ class EnsembleQ(nn.Module):
         self.layers = nn.ModuleList(
             EnsembleLinear(i, o, self.n_critics) for i, o in pairwise(sizes)
         )
+        # norms[i] renormalises the input of layers[i]
+        self.norms = nn.ModuleList(BatchRenorm(i, self.n_critics) for i in sizes[:-1]) if batch_renorm else None
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor, members: int | None = None) -> torch.Tensor:
-        """``q`` ``[n, B]`` of the first ``members`` critics (all when None)."""
+        """``q`` ``[n, B]`` of the first ``members`` critics (all when None; always all with
+        ``batch_renorm``, whose statistics are kept per member)."""
+        if members is not None and self.norms is not None:
+            raise ValueError("EnsembleQ with batch_renorm evaluates all its members (members must be None)")
         h = torch.cat([obs, action], dim=-1)
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
+            if self.norms is not None:
+                h = self.norms[i](h.expand(self.n_critics, *h.shape) if h.dim() == 2 else h)
             h = layer(h, members)
             if i < last:
                 h = h.relu_()  # in place: baddbmm's backward does not need its output
@@ -128,14 +148,17 @@ class SquashedGaussianActor(nn.Module):
     """SAC's policy: ``a = tanh(u)``, ``u ~ N(mean(s), exp(log_std(s))^2)``, per action dimension.
 
     ``log_std`` is clamped to ``[LOG_STD_MIN, LOG_STD_MAX]`` so that ``std`` neither vanishes
-    nor explodes early in training.
+    nor explodes early in training. With ``batch_renorm`` (CrossQ) the trunk renormalises its
+    input and each hidden layer's output (see :class:`BatchRenorm`).
     """
 
-    def __init__(self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256)) -> None:
+    def __init__(
+        self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256), batch_renorm: bool = False
+    ) -> None:
         super().__init__()
         _check_sizes(obs_shape, action_shape)
         self.obs_shape, self.action_shape = int(obs_shape), int(action_shape)
-        self.trunk = _mlp(self.obs_shape, hidden)
+        self.trunk = _mlp(self.obs_shape, hidden, batch_renorm)
         last = hidden[-1] if len(hidden) else self.obs_shape
         self.mean_head = nn.Linear(last, self.action_shape)
         self.log_std_head = nn.Linear(last, self.action_shape)

@@ -15,6 +15,7 @@ from torch import nn
 
 from rlpipe.config.schema import Precision
 from rlpipe.policy.base import PolicyMode
+from rlpipe.policy.dqn import adam_betas_of
 from rlpipe.utils.running_stats import RunningMeanStd
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,18 @@ def frozen(module: nn.Module) -> Iterator[None]:
         module.requires_grad_(True)
 
 
+@contextmanager
+def training(module: nn.Module) -> Iterator[None]:
+    """Put ``module`` in training mode (batch statistics, for batch renormalisation) and back
+    to the mode it was in."""
+    was_training = module.training
+    module.train(True)
+    try:
+        yield
+    finally:
+        module.train(was_training)
+
+
 class Generators:
     """The policy's two random streams: exploration (``collect``) and the update's noise (``learn``).
 
@@ -127,7 +140,7 @@ class ActorCriticPolicy(ABC):
     """The frame of SAC, TD3 and DDPG around their update rule.
 
     It reads the settings every actor-critic shares (``discount_factor``, ``nstep``, ``cuda``,
-    ``learn.grad_clip``, ``learn.target_theta``, ``learn.precision``, ``model.obs_norm``), owns the
+    ``learn.grad_clip``, ``learn.precision``, ``learn.adam_betas``, ``model.obs_norm``), owns the
     device, the update counter, the generators and the observation statistics, and wires the three
     modes (``learn_mode`` under bfloat16 autocast with ``precision: bf16-mixed``).
 
@@ -150,7 +163,7 @@ class ActorCriticPolicy(ABC):
         self._gamma = float(cfg.discount_factor)
         self._nstep = int(cfg.nstep)
         self._grad_clip = None if cfg.learn.grad_clip is None else float(cfg.learn.grad_clip)
-        self._target_theta = target_theta_of(cfg.learn)
+        self._adam_betas = adam_betas_of(cfg.learn)
         self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
         self._train_iter = 0
         self._rng = Generators(seed, self._device)

@@ -74,7 +74,19 @@ def dqn_td_loss(
     return loss, td_target - q_sa.detach()
 
 
-def make_adam(params: Any, lr: float) -> torch.optim.Adam:
+ADAM_BETAS = (0.9, 0.999)
+"""Adam's default ``(beta1, beta2)``, for configs without ``learn.adam_betas`` (the seed's)."""
+
+
+def adam_betas_of(learn_cfg: Any) -> tuple[float, float]:
+    """``learn.adam_betas`` (absent means :data:`ADAM_BETAS`), each checked to lie in ``[0, 1)``."""
+    betas = tuple(float(b) for b in getattr(learn_cfg, "adam_betas", ADAM_BETAS))
+    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+        raise ValueError(f"cfg.learn.adam_betas must be two numbers in [0, 1), got {betas}")
+    return betas[0], betas[1]
+
+
+def make_adam(params: Any, lr: float, betas: tuple[float, float] = ADAM_BETAS) -> torch.optim.Adam:
     """Adam with the fused kernel where torch has one for the parameters' device.
 
     On small networks the per-parameter Python loop of the default implementation costs
@@ -82,9 +94,9 @@ def make_adam(params: Any, lr: float) -> torch.optim.Adam:
     """
     params = list(params)
     try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
+        return torch.optim.Adam(params, lr=lr, betas=betas, fused=True)
     except RuntimeError:  # torch < 2.4 on CPU, or a device without a fused kernel
-        return torch.optim.Adam(params, lr=lr)
+        return torch.optim.Adam(params, lr=lr, betas=betas)
 
 
 def _build_model(model_cfg: Any) -> nn.Module:
@@ -119,7 +131,7 @@ class DQNPolicy:
 
         self.model = (model if model is not None else _build_model(cfg.model)).to(self._device)
         self.target_model = copy.deepcopy(self.model).requires_grad_(False)
-        self.optimizer = make_adam(self.model.parameters(), float(learn.learning_rate))
+        self.optimizer = make_adam(self.model.parameters(), float(learn.learning_rate), adam_betas_of(learn))
         self._params = list(self.model.parameters())
         self._target_pairs = list(
             zip(

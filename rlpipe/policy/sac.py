@@ -44,6 +44,8 @@ from rlpipe.policy.actor_critic import (
     frozen,
     gradient_step,
     soft_update_,
+    target_theta_of,
+    training,
 )
 from rlpipe.policy.dqn import make_adam
 
@@ -116,7 +118,9 @@ class SACPolicy(ActorCriticPolicy):
     the exploration and update-noise generators (see :meth:`seed`).
     """
 
-    checkpointed = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
+    checkpointed: tuple[str, ...] = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
+    batch_renorm = False
+    """Whether the actor and the critics batch-renormalise their layers (CrossQ)."""
 
     def __init__(self, cfg: Any, seed: int = 0) -> None:
         super().__init__(cfg, seed)
@@ -125,9 +129,8 @@ class SACPolicy(ActorCriticPolicy):
         self._auto_alpha = bool(learn.auto_alpha)
         self._target_entropy = float(-action_shape if learn.target_entropy is None else learn.target_entropy)
 
-        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics=2).to(self._device)
-        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden, self.batch_renorm).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm).to(self._device)
         self.log_alpha = torch.tensor(
             math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha
         )
@@ -136,10 +139,16 @@ class SACPolicy(ActorCriticPolicy):
         actor_groups = [{"params": list(self.actor.parameters()), "lr": float(learn.learning_rate_actor)}]
         if self._auto_alpha:
             actor_groups.append({"params": [self.log_alpha], "lr": float(learn.learning_rate_alpha)})
-        self.actor_optimizer = make_adam(actor_groups, float(learn.learning_rate_actor))
-        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q))
+        self.actor_optimizer = make_adam(actor_groups, float(learn.learning_rate_actor), self._adam_betas)
+        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q), self._adam_betas)
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
+        self._make_targets(learn)
+
+    def _make_targets(self, learn: Any) -> None:
+        """The target critics, Polyak-averaged at ``learn.target_theta``."""
+        self._target_theta = target_theta_of(learn)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.target_critic.parameters())
 
     @property
@@ -159,34 +168,50 @@ class SACPolicy(ActorCriticPolicy):
         q = self.critic(b.obs, b.action)
         critic_loss, td_error = sac_critic_loss(q, td_target, b.weight)
         gradient_step(self.critic_optimizer, self._critic_params, critic_loss, self._grad_clip)
+        actor_metrics = self._actor_step(b.obs, alpha)
+        soft_update_(self._target_params, self._critic_params, self._target_theta)
+        self._train_iter += 1
+        return self._learn_output(critic_loss, q, td_error, alpha, actor_metrics)
 
-        with frozen(self.critic):
-            action_pi, log_pi = self.actor.sample(b.obs, self._rng.learn)
-            actor_loss = sac_actor_loss(self.critic(b.obs, action_pi), log_pi, alpha)
-            metrics = [critic_loss.detach(), actor_loss.detach(), q.detach().mean(), alpha, -log_pi.detach().mean()]
+    def _actor_step(self, obs: torch.Tensor, alpha: torch.Tensor) -> list[torch.Tensor]:
+        """One step of the actor on ``alpha * log_pi - min_i Q_i`` (critics just updated, their
+        weights frozen) and, with ``auto_alpha``, of the temperature in the same backward pass
+        and Adam step. Returns ``[actor_loss, entropy]`` (``+ [alpha_loss]``), detached."""
+        with frozen(self.critic), training(self.actor):
+            action_pi, log_pi = self.actor.sample(obs, self._rng.learn)
+            actor_loss = sac_actor_loss(self.critic(obs, action_pi), log_pi, alpha)
+            metrics = [actor_loss.detach(), -log_pi.detach().mean()]
             if self._auto_alpha:
                 alpha_loss = sac_alpha_loss(self.log_alpha, log_pi, self._target_entropy)
                 metrics.append(alpha_loss.detach())
                 actor_loss = actor_loss + alpha_loss  # disjoint parameters: the same gradients as two steps
             gradient_step(self.actor_optimizer, self._actor_params, actor_loss, self._grad_clip)
+        return metrics
 
-        soft_update_(self._target_params, self._critic_params, self._target_theta)
-        self._train_iter += 1
-
-        values = torch.stack(metrics).tolist()  # one device-to-host copy for all the floats
+    def _learn_output(
+        self,
+        critic_loss: torch.Tensor,
+        q: torch.Tensor,
+        td_error: torch.Tensor,
+        alpha: torch.Tensor,
+        actor_metrics: list[torch.Tensor],
+    ) -> dict[str, Any]:
+        """The metrics of one update (the module docstring lists them); the actor's only when
+        ``actor_metrics`` (from :meth:`_actor_step`) is not empty."""
+        values = torch.stack([critic_loss.detach(), q.detach().mean(), alpha, *actor_metrics]).tolist()
         out = {
-            "total_loss": values[0] + values[1],
+            "total_loss": values[0] + (values[3] if actor_metrics else 0.0),
             "critic_loss": values[0],
-            "actor_loss": values[1],
-            "q_value": values[2],
-            "alpha": values[3],
-            "entropy": values[4],
+            "q_value": values[1],
+            "alpha": values[2],
             "priority": td_error.abs().mean(dim=0).cpu().numpy(),
             "cur_lr_actor": self.actor_optimizer.param_groups[0]["lr"],
             "cur_lr_q": self.critic_optimizer.param_groups[0]["lr"],
         }
-        if self._auto_alpha:
-            out["alpha_loss"] = values[5]
+        if actor_metrics:
+            out["actor_loss"], out["entropy"] = values[3], values[4]
+            if self._auto_alpha:
+                out["alpha_loss"] = values[5]
         return out
 
     # ---- acting ------------------------------------------------------------------

@@ -35,6 +35,7 @@ from rlpipe.policy.actor_critic import (
     frozen,
     gradient_step,
     soft_update_,
+    target_theta_of,
 )
 from rlpipe.policy.dqn import make_adam
 
@@ -105,13 +106,14 @@ class DeterministicActorCritic(ActorCriticPolicy):
         self._actor_update_freq = int(actor_update_freq)
         self._noise_sigma, self._noise_clip = float(noise_sigma), float(noise_clip)
         self._explore_sigma = float(cfg.collect.noise_sigma)
+        self._target_theta = target_theta_of(learn)
 
         self.actor = DeterministicActor(obs_shape, action_shape, hidden).to(self._device)
         self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics).to(self._device)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor))
-        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q))
+        self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor), self._adam_betas)
+        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q), self._adam_betas)
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
         self._targets = [*self.target_actor.parameters(), *self.target_critic.parameters()]

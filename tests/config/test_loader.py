@@ -109,8 +109,18 @@ def test_a_continuous_policy_without_soft_target_updates_is_refused():
         load_config("cartpole-dqn", ["policy.type=sac"])
 
 
+def test_crossq_refuses_target_settings_and_checks_adam_betas():
+    cfg = load_config("hopper-crossq")
+    assert cfg.policy.learn.target_theta is None and cfg.policy.learn.adam_betas == (0.5, 0.999)
+    with pytest.raises(ConfigError, match=r"policy\.learn\.target_theta is not used by policy\.type 'crossq'"):
+        load_config("hopper-crossq", ["policy.learn.target_theta=0.005"])
+    with pytest.raises(ConfigError, match=r"'policy\.learn\.adam_betas\.1': Input should be less than 1"):
+        load_config("hopper-crossq", ["policy.learn.adam_betas=[0.5,1.0]"])
+
+
 def test_obs_norm_on_dqn_is_refused_by_name():
-    with pytest.raises(ConfigError, match=r"policy\.model\.obs_norm is for sac, td3, ddpg, not policy\.type 'dqn'"):
+    refused = r"policy\.model\.obs_norm is for sac, td3, ddpg, crossq, not policy\.type 'dqn'"
+    with pytest.raises(ConfigError, match=refused):
         load_config("cartpole-dqn", ["policy.model.obs_norm=true"])
 
 
@@ -118,6 +128,6 @@ def test_precision_is_checked_by_name():
     assert load_config("pendulum-sac", ["policy.learn.precision=bf16-mixed"]).policy.learn.precision == "bf16-mixed"
     with pytest.raises(ConfigError, match=r"'policy\.learn\.precision': Input should be 'fp32' or 'bf16-mixed'"):
         load_config("pendulum-sac", ["policy.learn.precision=fp16"])
-    refused = r"policy\.learn\.precision=bf16-mixed is for sac, td3, ddpg, not policy\.type 'dqn'"
+    refused = r"policy\.learn\.precision=bf16-mixed is for sac, td3, ddpg, crossq, not policy\.type 'dqn'"
     with pytest.raises(ConfigError, match=refused):
         load_config("cartpole-dqn", ["policy.learn.precision=bf16-mixed"])

@@ -197,6 +197,19 @@ def test_online_logger_writes_means_and_leaves_train_output_alone(tmp_path):
     assert all(json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines())
 
 
+def test_online_logger_averages_each_figure_over_the_updates_that_report_it(tmp_path):
+    writer = MetricsWriter(tmp_path, tensorboard=False)
+    log = online_logger(writer, train_show_freq=3)
+    ctx = OnlineRLContext()
+    # TD3 and CrossQ report the actor's loss only on the updates that step the actor
+    ctx.train_output = [{"critic_loss": 1.0, "actor_loss": -4.0}, {"critic_loss": 2.0}, {"critic_loss": 6.0}]
+    ctx.train_iter, ctx.env_step = 3, 24
+    log(ctx)
+    writer.close()
+    assert read_metrics(tmp_path)[0] == {"kind": "train", "env_step": 24, "train_iter": 3, "critic_loss": 3.0,
+                                         "actor_loss": -4.0}
+
+
 def test_progress_bar_shows_env_steps_eval_and_loss(capsys):
     from rlpipe.framework.middleware import progress_bar
 

@@ -18,8 +18,14 @@ from rlpipe.utils.metrics import MetricsWriter
 
 
 def _scalar_means(outputs: list[dict[str, Any]]) -> dict[str, float]:
-    keys = [k for k, v in outputs[0].items() if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool)]
-    return {k: float(np.mean([out[k] for out in outputs])) for k in keys}
+    """The mean of each scalar over the outputs that have it (TD3's and CrossQ's actor figures
+    come only from the updates that step the actor)."""
+    values: dict[str, list[float]] = {}
+    for out in outputs:
+        for k, v in out.items():
+            if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool):
+                values.setdefault(k, []).append(float(v))
+    return {k: float(np.mean(v)) for k, v in values.items()}
 
 
 def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable[[OnlineRLContext], None]:
