@@ -58,7 +58,7 @@ def make_data(n: int, seed: int = 0) -> dict[str, np.ndarray]:
 class RlpipeRunner:
     """The framework path: buffer + OffPolicyLearner + a policy (DQNPolicy by default).
 
-    ``benchmarks/sac.py`` runs SAC and TD3 through it too.
+    ``benchmarks/sac.py`` runs SAC, TD3 and CrossQ through it too.
     """
 
     def __init__(self, cfg, data: dict[str, np.ndarray], policy_class: type = DQNPolicy) -> None:

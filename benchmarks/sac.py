@@ -39,6 +39,11 @@ Runners:
 * The TD3 row: ``TD3Policy`` through the same learner vs ``stable_baselines3.TD3.train``
   (policy delay 2, target noise 0.2 clipped at 0.5). ``td3_sb3_ratio = rlpipe / sb3``. An
   update is one critic step; every second one also steps the actor and the targets.
+* ``rlpipe_crossq``: ``CrossQPolicy`` through the same learner, with the same [256, 256]
+  networks (no targets; the actor every 3rd update, as in the paper; batch renormalisation;
+  the critics see ``s`` and ``s'`` as one batch of 512). ``crossq_sac_ratio =
+  rlpipe_crossq / rlpipe`` is what an update costs against SAC's (no SB3 counterpart: SB3
+  has no CrossQ; SBX's is in JAX).
 
 Rounds of all runners alternate so that load from other processes hits all alike; the best
 round of each is reported (as ``timeit`` advises: slower rounds measure the machine, not
@@ -66,13 +71,13 @@ from stable_baselines3.common.logger import Logger
 from torch import nn
 
 from rlpipe.config import load_config
-from rlpipe.policy.sac import SACPolicy
-from rlpipe.policy.td3 import TD3Policy
+from rlpipe.entry.build import POLICIES
 
 OBS_SIZE, ACTION_SIZE, BATCH_SIZE, HIDDEN = 17, 6, 256, [256, 256]
 N_TRANSITIONS = 100_000
 GAMMA, TAU, LR, ALPHA = 0.99, 0.005, 3e-4, 0.2
 TD3_POLICY_DELAY, TD3_NOISE_SIGMA, TD3_NOISE_CLIP = 2, 0.2, 0.5
+CROSSQ_POLICY_DELAY, CROSSQ_ADAM_BETAS = 3, [0.5, 0.999]
 
 
 def make_data(n: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -104,9 +109,12 @@ def rlpipe_config(policy_type: str, update_per_collect: int, precision: str = "f
         "learning_rate_alpha": LR,
         "alpha": ALPHA,
         "auto_alpha": True,
-        "target_theta": TAU,
         "grad_clip": None,
     }
+    if policy_type == "crossq":
+        learn |= {"actor_update_freq": CROSSQ_POLICY_DELAY, "adam_betas": CROSSQ_ADAM_BETAS}
+    else:
+        learn["target_theta"] = TAU
     if policy_type == "td3":
         learn |= {
             "actor_update_freq": TD3_POLICY_DELAY,
@@ -133,9 +141,8 @@ def rlpipe_config(policy_type: str, update_per_collect: int, precision: str = "f
 def rlpipe_runner(
     policy_type: str, data: dict[str, np.ndarray], update_per_collect: int, precision: str = "fp32"
 ) -> RlpipeRunner:
-    """The framework path (``benchmarks/learner.py``'s runner) with SACPolicy or TD3Policy."""
-    policy_class = SACPolicy if policy_type == "sac" else TD3Policy
-    return RlpipeRunner(rlpipe_config(policy_type, update_per_collect, precision), data, policy_class)
+    """The framework path (``benchmarks/learner.py``'s runner) with the policy of ``policy_type``."""
+    return RlpipeRunner(rlpipe_config(policy_type, update_per_collect, precision), data, POLICIES[policy_type])
 
 
 # ---- hand-written SAC ----------------------------------------------------------------
@@ -379,6 +386,7 @@ def main() -> None:
         "rlpipe_td3": rlpipe_runner("td3", data, per_round),
         "rlpipe_td3_bf16": rlpipe_runner("td3", data, per_round, precision="bf16-mixed"),
         "sb3_td3": SB3Runner("td3", data),
+        "rlpipe_crossq": rlpipe_runner("crossq", data, per_round),
     }
     torch.set_num_threads(1)  # in case a library changed it while building
     for runner in runners.values():  # warm-up: allocator, Adam state, first-call overheads
@@ -398,6 +406,7 @@ def main() -> None:
         "bf16_sb3_ratio": best["rlpipe_sac_bf16"] / best["sb3_sac"],
         "bf16_fp32_ratio": best["rlpipe_sac_bf16"] / best["rlpipe_sac"],
         "td3_bf16_sb3_ratio": best["rlpipe_td3_bf16"] / best["sb3_td3"],
+        "crossq_sac_ratio": best["rlpipe_crossq"] / best["rlpipe_sac"],
     }
     goals = {"hand_ratio": 1.0, "sb3_ratio": 1.5}
     print(f"updates/s (best of {rounds} rounds of {per_round}, batch {BATCH_SIZE}, 1 thread)")

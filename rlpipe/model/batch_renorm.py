@@ -56,20 +56,26 @@ class BatchRenorm(nn.Module):
         if not self.training:
             scale = self.weight * torch.rsqrt(self.running_var + self.eps)
             return torch.addcmul(self.bias - self.running_mean * scale, x, scale)
-        var, mean = torch.var_mean(x, dim=-2, keepdim=True, correction=0)
-        std = torch.sqrt(var + self.eps)
-        x_hat = (x - mean) / std
-        if int(self.steps) >= self.warmup_steps:
+        # Two plain means rather than torch.var_mean: reducing over the rows (a strided dim),
+        # var_mean takes 1.8 ms on a [2, 512, 256] activation on one CPU thread, these ~0.1 ms.
+        mean = x.mean(dim=-2, keepdim=True)
+        centered = x - mean
+        var = (centered * centered).mean(dim=-2, keepdim=True)  # square()'s backward goes through pow: 10x slower
+        inv_std = torch.rsqrt(var + self.eps)
+        if int(self.steps) < self.warmup_steps:
+            scale, shift = self.weight * inv_std, self.bias
+        else:
+            # (centered * inv_std * r + d) * weight + bias, with r and d constants
             with torch.no_grad():
-                running_std = torch.sqrt(self.running_var + self.eps)
-                r = (std / running_std).clamp_(1.0 / self.r_max, self.r_max)
-                d = ((mean - self.running_mean) / running_std).clamp_(-self.d_max, self.d_max)
-            x_hat = x_hat * r + d
+                inv_running_std = torch.rsqrt(self.running_var + self.eps)
+                r = (inv_running_std / inv_std).clamp_(1.0 / self.r_max, self.r_max)
+                d = ((mean - self.running_mean) * inv_running_std).clamp_(-self.d_max, self.d_max)
+            scale, shift = self.weight * inv_std * r, self.bias + self.weight * d
         with torch.no_grad():
             self.running_mean.lerp_(mean, self.momentum)
             self.running_var.lerp_(var, self.momentum)
             self.steps.add_(1)
-        return torch.addcmul(self.bias, x_hat, self.weight)
+        return torch.addcmul(shift, centered, scale)
 
     def extra_repr(self) -> str:
         return f"shape={tuple(self.weight.shape)}, momentum={self.momentum}, warmup_steps={self.warmup_steps}"

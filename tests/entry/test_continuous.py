@@ -12,7 +12,7 @@ from rlpipe.config import ConfigError, load_config
 from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import StepCollector
-from rlpipe.policy import DDPGPolicy, SACPolicy, TD3Policy
+from rlpipe.policy import CrossQPolicy, DDPGPolicy, SACPolicy, TD3Policy
 from rlpipe.utils.checkpoint import load_checkpoint
 
 TINY = ["run.progress=false", "policy.random_collect_size=64", "policy.collect.n_sample=32",
@@ -22,7 +22,8 @@ TINY = ["run.progress=false", "policy.random_collect_size=64", "policy.collect.n
 
 
 @pytest.mark.parametrize(("preset", "policy_class"),
-                         [("pendulum-sac", SACPolicy), ("pendulum-td3", TD3Policy), ("pendulum-ddpg", DDPGPolicy)])
+                         [("pendulum-sac", SACPolicy), ("pendulum-td3", TD3Policy), ("pendulum-ddpg", DDPGPolicy),
+                          ("pendulum-crossq", CrossQPolicy)])
 def test_builders_make_the_continuous_policy_with_the_envs_sizes(preset, policy_class):
     with build_parts(load_config(preset, ["seed=0"])) as parts:
         assert isinstance(parts.policy, policy_class)
@@ -54,9 +55,10 @@ def test_step_collector_steps_a_box_env_randomly_then_with_the_policy():
             assert np.abs(rows["action"]).max() <= 1.0
 
 
-def test_sac_checkpoint_holds_the_whole_policy_and_resume_continues(tmp_path):
+@pytest.mark.parametrize("preset", ["pendulum-sac", "pendulum-crossq"])
+def test_checkpoint_holds_the_whole_policy_and_resume_continues(tmp_path, preset):
     run_dir = tmp_path / "run"
-    assert main(["train", "pendulum-sac", *TINY, "run.max_env_step=256", "--run-dir", str(run_dir)]) == 0
+    assert main(["train", preset, *TINY, "run.max_env_step=256", "--run-dir", str(run_dir)]) == 0
     first = json.loads((run_dir / "summary.json").read_text())
     assert first["updates_per_env_step"] == 1.0
     final = load_checkpoint(run_dir / "ckpt" / "final.pth.tar")
@@ -71,7 +73,7 @@ def test_sac_checkpoint_holds_the_whole_policy_and_resume_continues(tmp_path):
 
 
 @pytest.mark.parametrize(("preset", "sizes"), [("halfcheetah-sac", (17, 6)), ("hopper-sac", (11, 3)),
-                                               ("halfcheetah-td3", (17, 6))])
+                                               ("halfcheetah-td3", (17, 6)), ("hopper-crossq", (11, 3))])
 def test_mujoco_presets_build_and_collect(preset, sizes):
     overrides = ["env.evaluator_env_num=1", "policy.other.replay_buffer.replay_buffer_size=1000"]
     with build_parts(load_config(preset, overrides)) as parts:
