@@ -62,8 +62,9 @@ class BatchRenorm(nn.Module):
         centered = x - mean
         var = (centered * centered).mean(dim=-2, keepdim=True)  # square()'s backward goes through pow: 10x slower
         inv_std = torch.rsqrt(var + self.eps)
+        shift: torch.Tensor = self.bias
         if int(self.steps) < self.warmup_steps:
-            scale, shift = self.weight * inv_std, self.bias
+            scale = self.weight * inv_std
         else:
             # (centered * inv_std * r + d) * weight + bias, with r and d constants
             with torch.no_grad():
