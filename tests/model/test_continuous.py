@@ -84,6 +84,21 @@ def test_shared_input_is_not_copied_per_member():
     torch.testing.assert_close(layer(x), layer(x.expand(2, 4, 3).contiguous()))
 
 
+def test_batch_renorm_critics_normalise_each_members_hidden_layer_over_the_batch():
+    torch.manual_seed(0)
+    ensemble = EnsembleQ(4, 2, hidden=(16, 16), n_critics=2, batch_renorm=True)
+    seen = []
+    ensemble.layers[1].register_forward_hook(lambda module, inputs, output: seen.append(inputs[0]))
+    obs, action = 10.0 + 3.0 * torch.randn(64, 4), torch.rand(64, 2) * 2 - 1
+    q = ensemble(obs, action)
+    assert q.shape == (2, 64)
+    torch.testing.assert_close(seen[0].mean(dim=1), torch.zeros(2, 16), atol=1e-5, rtol=0)  # per member, per unit
+    ensemble.eval()  # running statistics: one batch moved them 1% of the way, so eval differs from training
+    assert not torch.allclose(ensemble(obs, action), q)
+    with pytest.raises(ValueError, match="batch_renorm evaluates all its members"):
+        ensemble(obs, action, members=1)
+
+
 def test_ensemble_rejects_bad_sizes():
     with pytest.raises(ValueError, match="obs_shape and action_shape"):
         EnsembleQ(0, 2)
