@@ -1,4 +1,4 @@
-"""What the actor-critic policies (SAC, TD3, DDPG) share: batches as tensors, one optimizer
+"""What the actor-critic policies (SAC, TD3, DDPG, CrossQ) share: batches as tensors, one optimizer
 step, Polyak averaging, critics frozen for the actor step, the policy's own generators, and
 :class:`ActorCriticPolicy`, the frame around each update rule."""
 from __future__ import annotations
@@ -137,7 +137,7 @@ class Generators:
 
 
 class ActorCriticPolicy(ABC):
-    """The frame of SAC, TD3 and DDPG around their update rule.
+    """The frame of SAC, TD3, DDPG and CrossQ around their update rule.
 
     It reads the settings every actor-critic shares (``discount_factor``, ``nstep``, ``cuda``,
     ``learn.grad_clip``, ``learn.precision``, ``learn.adam_betas``, ``model.obs_norm``), owns the
