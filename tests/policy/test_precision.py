@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import torch
 
-from rlpipe.policy import DDPGPolicy, SACPolicy, TD3Policy
+from rlpipe.policy import CrossQPolicy, DDPGPolicy, SACPolicy, TD3Policy
 
-from . import test_sac, test_td3
+from . import test_crossq, test_sac, test_td3
 
 BF16 = "bf16-mixed"
 
@@ -14,6 +14,8 @@ def build(cls, precision, hidden=(64, 64)):
     """A policy of ``cls`` whose every update steps the actor; the same initial weights for any precision."""
     if cls is SACPolicy:
         cfg = test_sac.sac_cfg(hidden=hidden, precision=precision)
+    elif cls is CrossQPolicy:
+        cfg = test_crossq.crossq_cfg(hidden=hidden, precision=precision, actor_update_freq=1)
     else:
         cfg = test_td3.make_cfg(hidden=hidden, ddpg=cls is DDPGPolicy, precision=precision)
         if cls is TD3Policy:
@@ -27,7 +29,7 @@ def cosine(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
     return float(torch.nn.functional.cosine_similarity(flat_a, flat_b, dim=0))
 
 
-@pytest.mark.parametrize("cls", [SACPolicy, TD3Policy, DDPGPolicy])
+@pytest.mark.parametrize("cls", [SACPolicy, TD3Policy, DDPGPolicy, CrossQPolicy])
 def test_a_bf16_update_follows_the_fp32_one_and_keeps_float32_state(cls):
     fp32, bf16 = build(cls, "fp32"), build(cls, BF16)
     batch = test_sac.continuous_batch(0, test_sac.OBS, test_sac.ACT, size=128)
@@ -43,7 +45,7 @@ def test_a_bf16_update_follows_the_fp32_one_and_keeps_float32_state(cls):
         assert cosine(grads32, grads16) > 0.99, name
         assert all(g.dtype == torch.float32 for g in grads16)
     state = bf16.state_dict()
-    tensors = [t for part in ("actor", "critic") for t in state[part].values()]
+    tensors = [t for part in ("actor", "critic") for t in state[part].values() if t.is_floating_point()]
     tensors += [t for s in state["critic_optimizer"]["state"].values() for t in s.values() if t.is_floating_point()]
     assert tensors and all(t.dtype == torch.float32 for t in tensors)
 
