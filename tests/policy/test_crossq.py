@@ -132,3 +132,14 @@ def test_learns_the_best_action_of_a_one_step_reward():
     action = policy.eval_mode.forward(rng.normal(size=(64, OBS)).astype(np.float32))
     assert abs(action.mean() - 0.5) < 0.1
     np.testing.assert_allclose(action, 0.5, atol=0.35)
+
+
+def test_acting_state_carries_the_running_statistics_a_remote_collector_acts_with():
+    policy = make_policy()
+    for i in range(6):
+        policy.learn_mode.forward(make_batch(i))
+    collector = make_policy(seed=7)  # a remote collector's copy: other weights, fresh statistics
+    collector.load_acting_state_dict(copy.deepcopy(policy.acting_state_dict()))
+    obs = make_batch(9, size=32)["obs"]
+    np.testing.assert_array_equal(collector.eval_mode.forward(obs), policy.eval_mode.forward(obs))
+    assert "critic" not in policy.acting_state_dict()
