@@ -36,7 +36,7 @@ from rlpipe.data import DequeBuffer
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.policy import DQNPolicy
-from rlpipe.policy.dqn import make_adam
+from rlpipe.policy.optim import make_adam
 
 OBS_SIZE, N_ACTIONS, BATCH_SIZE, HIDDEN = 4, 2, 64, [64, 64]
 UPDATE_PER_COLLECT = 10

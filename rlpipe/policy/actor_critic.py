@@ -15,7 +15,7 @@ from torch import nn
 
 from rlpipe.config.schema import Precision
 from rlpipe.policy.base import PolicyMode
-from rlpipe.policy.dqn import adam_betas_of
+from rlpipe.policy.optim import adam_betas_of
 from rlpipe.utils.running_stats import RunningMeanStd
 
 logger = logging.getLogger(__name__)

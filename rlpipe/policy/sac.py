@@ -47,7 +47,7 @@ from rlpipe.policy.actor_critic import (
     target_theta_of,
     training,
 )
-from rlpipe.policy.dqn import make_adam
+from rlpipe.policy.optim import make_adam
 
 
 # ---- the update rule ---------------------------------------------------------------

@@ -37,7 +37,7 @@ from rlpipe.policy.actor_critic import (
     soft_update_,
     target_theta_of,
 )
-from rlpipe.policy.dqn import make_adam
+from rlpipe.policy.optim import make_adam
 
 
 # ---- the update rule ---------------------------------------------------------------

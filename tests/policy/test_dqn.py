@@ -122,6 +122,11 @@ def test_policy_satisfies_the_protocol_and_builds_from_cfg_model():
     assert policy.model(torch.zeros(3, 4)).shape == (3, 2)
 
 
+def test_adam_betas_reach_the_optimizer():
+    assert make_policy().optimizer.param_groups[0]["betas"] == (0.9, 0.999)
+    assert make_policy(policy_cfg(adam_betas=[0.5, 0.99])).optimizer.param_groups[0]["betas"] == (0.5, 0.99)
+
+
 def test_learn_output_and_priority_equals_abs_td_error():
     policy = make_policy()
     batch = make_batch(1)

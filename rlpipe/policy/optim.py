@@ -1,0 +1,30 @@
+"""The optimizer every policy builds: Adam, fused where torch has a kernel, with ``learn.adam_betas``."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+ADAM_BETAS = (0.9, 0.999)
+"""Adam's default ``(beta1, beta2)``, for configs without ``learn.adam_betas`` (the seed's)."""
+
+
+def adam_betas_of(learn_cfg: Any) -> tuple[float, float]:
+    """``learn.adam_betas`` (absent means :data:`ADAM_BETAS`), each checked to lie in ``[0, 1)``."""
+    betas = tuple(float(b) for b in getattr(learn_cfg, "adam_betas", ADAM_BETAS))
+    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+        raise ValueError(f"cfg.learn.adam_betas must be two numbers in [0, 1), got {betas}")
+    return betas[0], betas[1]
+
+
+def make_adam(params: Any, lr: float, betas: tuple[float, float] = ADAM_BETAS) -> torch.optim.Adam:
+    """Adam with the fused kernel where torch has one for the parameters' device.
+
+    On small networks the per-parameter Python loop of the default implementation costs
+    more than the arithmetic (about 20% of a DQN step on a 64x64 MLP on CPU).
+    """
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, betas=betas, fused=True)
+    except RuntimeError:  # torch < 2.4 on CPU, or a device without a fused kernel
+        return torch.optim.Adam(params, lr=lr, betas=betas)
