@@ -16,12 +16,16 @@ from types import ModuleType
 from rlpipe.config.schema import DistributedConfig
 from rlpipe.errors import MissingDependencyError, RlpipeError, first_line
 
-QUIET_RAY_ENV = {
+RAY_START_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",  # no usage report leaves the machine
     "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
     "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
+    # Ray starts its workers at niceness 15, so on a busy machine a collector gets a few percent of a
+    # core beside the learner (nice 0): a killed collector's restart (imports, envs, policy) took 78 s
+    # under load here, 20-30 s at niceness 0. Collectors are the run's work, not background jobs.
+    "RAY_worker_niceness": "0",
 }
-"""Environment set before Ray starts (its workers inherit it)."""
+"""Environment set before Ray starts (its raylet and workers inherit it)."""
 LOOPBACK_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 """Set before ``import ray`` for a cluster on this machine alone: Ray then takes 127.0.0.1 as the
 node's address instead of finding the address other machines would reach (which it does by
@@ -66,7 +70,7 @@ def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleT
     on; the tests point ``http_proxy`` at a closed local port so that nothing leaves.)
     """
     local = cfg.address is None
-    for key, value in {**QUIET_RAY_ENV, **(LOOPBACK_RAY_ENV if local else {})}.items():
+    for key, value in {**RAY_START_ENV, **(LOOPBACK_RAY_ENV if local else {})}.items():
         os.environ.setdefault(key, value)
     ray = import_ray()
     if ray.is_initialized():

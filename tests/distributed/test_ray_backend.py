@@ -58,6 +58,15 @@ def _kill(ray: Any, actor: Any) -> int:
     return pid
 
 
+RESTART_BOUND_S = 120.0
+"""How long a killed collector may take to deliver again. What rlpipe promises is that it comes back
+(within distributed.max_restarts) while training goes on with the others, not how fast: the time is
+Ray's (its new worker process was up 1.3 s after the kill here) plus the actor's start (importing
+torch, making envs and the policy), which the machine's load decides. Measured from kill to first
+fragment, at worker niceness 0: 4-5 s on an idle 2-core machine, 20-30 s with two busy loops and other
+tests beside it (load average 11); CI machines have been slower than the old 10 s bound (20.2 s)."""
+
+
 def test_a_killed_collector_comes_back_with_current_weights_and_counts_stay_exact(ray_cluster) -> None:
     cfg = load_config("cartpole-dqn", [*SHORT, "run.max_env_step=10000000", "distributed.backend=ray",
                                        "policy.other.replay_buffer.replay_buffer_size=200000",
@@ -82,7 +91,7 @@ def test_a_killed_collector_comes_back_with_current_weights_and_counts_stay_exac
                 killed.update(time=time.monotonic(), train_iter=ctx.train_iter, index=len(received))
             since = received[killed.get("index", len(received)):]
             back = [f for _, _, f in since if f.collector == 0 and f.sequence < 5]
-            if len(back) >= 3 or (killed and time.monotonic() - killed["time"] > 30):
+            if len(back) >= 3 or (killed and time.monotonic() - killed["time"] > RESTART_BOUND_S):
                 ctx.finish = True
 
         task = Task()
@@ -101,7 +110,7 @@ def test_a_killed_collector_comes_back_with_current_weights_and_counts_stay_exac
     returned = [(t, f) for t, _, f in after if f.collector == 0 and f.sequence == 0]
     assert returned, "collector 0 never came back"
     first_time, first = returned[0]
-    assert first_time - killed["time"] < 10.0
+    assert first_time - killed["time"] < RESTART_BOUND_S
     assert first.policy_version >= killed["train_iter"]  # it acted with the weights of the time it came back
     assert new_pid != pid and collectors.restarts == [1, 0]
     assert any(f.collector == 1 for _, _, f in after)  # training went on with the other collector meanwhile
