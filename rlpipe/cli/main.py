@@ -64,8 +64,9 @@ def _parser() -> argparse.ArgumentParser:
 
     config = sub.add_parser("config", help="inspect configs")
     config_sub = config.add_subparsers(dest="config_command", required=True)
-    show = config_sub.add_parser("show", help="the keys of a preset or YAML config that its algorithm reads: type, value, "
-                                 "default, meaning")
+    show = config_sub.add_parser(
+        "show", help="the keys of a preset or YAML config that its algorithm reads: type, value, default, meaning"
+    )
     show.add_argument("config", help="preset name or path to a YAML config")
     show.add_argument("overrides", nargs="*", help="dotted overrides applied first, e.g. seed=1")
 

@@ -9,10 +9,15 @@ compares algorithm names. Adding an algorithm is a policy module, one row here a
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
+
+__all__ = [
+    "ALGORITHMS", "ALGORITHM_SECTIONS", "EXPLORATION_KEYS", "SHARED_KEYS", "TARGET_KEYS", "ActionKind", "Algorithm",
+    "Exploration", "PolicyType", "TargetUpdate", "learning_rate_keys",
+]
 
 
 class ActionKind(Enum):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -113,10 +114,10 @@ def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
     return filled
 
 
-def policy_class(policy_type: str) -> type[Policy]:
+def policy_class(policy_type: str) -> Callable[..., Policy]:
     """The policy class of ``policy_type``, imported from the path its row of the algorithm table names."""
     module, _, name = ALGORITHMS[policy_type].policy_class.partition(":")
-    cls: type[Policy] = getattr(importlib.import_module(module), name)
+    cls: Callable[..., Policy] = getattr(importlib.import_module(module), name)
     return cls
 
 
