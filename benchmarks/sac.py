@@ -71,7 +71,7 @@ from stable_baselines3.common.logger import Logger
 from torch import nn
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import POLICIES
+from rlpipe.entry.build import policy_class
 
 OBS_SIZE, ACTION_SIZE, BATCH_SIZE, HIDDEN = 17, 6, 256, [256, 256]
 N_TRANSITIONS = 100_000
@@ -142,7 +142,7 @@ def rlpipe_runner(
     policy_type: str, data: dict[str, np.ndarray], update_per_collect: int, precision: str = "fp32"
 ) -> RlpipeRunner:
     """The framework path (``benchmarks/learner.py``'s runner) with the policy of ``policy_type``."""
-    return RlpipeRunner(rlpipe_config(policy_type, update_per_collect, precision), data, POLICIES[policy_type])
+    return RlpipeRunner(rlpipe_config(policy_type, update_per_collect, precision), data, policy_class(policy_type))
 
 
 # ---- hand-written SAC ----------------------------------------------------------------

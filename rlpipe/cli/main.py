@@ -64,7 +64,9 @@ def _parser() -> argparse.ArgumentParser:
 
     config = sub.add_parser("config", help="inspect configs")
     config_sub = config.add_subparsers(dest="config_command", required=True)
-    show = config_sub.add_parser("show", help="every key of a preset or YAML config: type, value, default, meaning")
+    show = config_sub.add_parser(
+        "show", help="the keys of a preset or YAML config that its algorithm reads: type, value, default, meaning"
+    )
     show.add_argument("config", help="preset name or path to a YAML config")
     show.add_argument("overrides", nargs="*", help="dotted overrides applied first, e.g. seed=1")
 
@@ -143,8 +145,10 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
     from rlpipe.config.describe import REQUIRED, describe_config
 
-    table = Table("key", "type", "value", "default", "description", title=escape(f"config {args.config}"))
-    for info in describe_config(load_config(args.config, args.overrides)):
+    cfg = load_config(args.config, args.overrides)
+    title = escape(f"config {args.config} (the keys policy.type '{cfg.policy.type}' reads)")
+    table = Table("key", "type", "value", "default", "description", title=title)
+    for info in describe_config(cfg):
         value = escape(repr(info.value))
         table.add_row(escape(info.key), escape(info.type), f"[bold]{value}[/bold]" if info.value != info.default
                       else value, escape(info.default if info.default is REQUIRED else repr(info.default)),

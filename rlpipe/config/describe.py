@@ -1,4 +1,4 @@
-"""Every config key with its type, value and description (``rlpipe config show``)."""
+"""The config keys with their type, value and description (``rlpipe config show``)."""
 from __future__ import annotations
 
 import types
@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_ori
 
 from pydantic import BaseModel
 
+from rlpipe.config.algorithms import ALGORITHMS, Algorithm
 from rlpipe.config.schema import Config
 
 
@@ -53,16 +54,22 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-def describe_config(
-    cfg: BaseModel | None = None, model: type[BaseModel] = Config, prefix: str = ""
-) -> Iterator[KeyInfo]:
-    """Walk ``model``'s keys depth first, with values from ``cfg`` (defaults where it is None).
+def describe_config(cfg: Config | None = None) -> Iterator[KeyInfo]:
+    """The keys of a config depth first, with values from ``cfg`` (with None: every key, with its default).
 
-    A section that is off (``policy.other.her: None``) is listed with its keys' defaults, so
-    every key a user can set appears.
+    Only the keys ``cfg``'s algorithm reads (``cfg.policy.type``'s row of the algorithm table)
+    appear. A section that is off (``policy.other.her: None``) is listed with its keys'
+    defaults, so every key a user can set appears.
     """
+    return _walk(cfg, Config, "", ALGORITHMS[cfg.policy.type] if cfg is not None else None)
+
+
+def _walk(cfg: BaseModel | None, model: type[BaseModel], prefix: str, row: Algorithm | None) -> Iterator[KeyInfo]:
+    """Walk ``model``'s keys (those ``row`` reads) depth first, with values from ``cfg`` (defaults where it is None)."""
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
+        if row is not None and not row.reads(key):
+            continue
         value = getattr(cfg, name) if cfg is not None else None
         section = _section(field.annotation)
         default = REQUIRED if field.is_required() else field.get_default(call_default_factory=True)
@@ -73,4 +80,4 @@ def describe_config(
             continue
         if value is None:
             yield KeyInfo(key, f"{section.__name__} | None", None, None, field.description or "")
-        yield from describe_config(value if isinstance(value, BaseModel) else None, section, f"{key}.")
+        yield from _walk(value if isinstance(value, BaseModel) else None, section, f"{key}.", row)

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from rlpipe.config.schema import Config
+from rlpipe.config.algorithms import learning_rate_keys
+from rlpipe.config.schema import ONE_LINE_ERROR, Config, PolicyConfig
 from rlpipe.errors import RlpipeError, first_line
 
 
@@ -67,9 +68,11 @@ _YamlLoader.add_implicit_resolver(
     list("-+0123456789"),
 )
 
+LEARNING_RATE = "the learning rate"
+"""Placeholder in :data:`SB3_NAMES` for the learning-rate keys of the config's algorithm."""
 SB3_NAMES = {
-    "lr": "'policy.learn.learning_rate'",
-    "learning_rate": "'policy.learn.learning_rate'",
+    "lr": LEARNING_RATE,
+    "learning_rate": LEARNING_RATE,
     "buffer_size": "'policy.other.replay_buffer.replay_buffer_size'",
     "gradient_steps": "'policy.learn.update_per_collect' (or 'policy.learn.replay_ratio')",
     "train_freq": "'policy.collect.n_sample'",
@@ -88,7 +91,18 @@ SB3_NAMES = {
     "target_noise_clip": "'policy.learn.noise_clip'",
     "total_timesteps": "'run.max_env_step'",
 }
-"""Stable-Baselines3 argument names and the rlpipe key that does the same job (for hints)."""
+"""Stable-Baselines3 argument names and the rlpipe key that does the same job (for hints); the
+learning rate's keys depend on ``policy.type`` (:func:`sb3_name_hint`)."""
+
+
+def sb3_name_hint(name: str, data: Mapping[str, Any]) -> str:
+    """The rlpipe key(s) doing the job of Stable-Baselines3's argument ``name`` in the config ``data``."""
+    hint = SB3_NAMES[name]
+    if hint != LEARNING_RATE:
+        return hint
+    policy = data.get("policy")
+    policy_type = policy.get("type") if isinstance(policy, Mapping) else PolicyConfig.model_fields["type"].default
+    return " / ".join(f"'{key}'" for key in learning_rate_keys(policy_type))
 
 
 def preset_names() -> list[str]:
@@ -179,7 +193,8 @@ def _model_at(path: tuple[Any, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _describe(err: ValidationError) -> str:
+def _describe(err: ValidationError, data: Mapping[str, Any]) -> str:
+    """One line for the first error of validating ``data``."""
     first = err.errors()[0]
     loc = tuple(first["loc"])
     key = ".".join(str(p) for p in loc)
@@ -190,8 +205,10 @@ def _describe(err: ValidationError) -> str:
         if hint:
             return f"unknown config key '{key}' (did you mean '{'.'.join([*map(str, loc[:-1]), hint[0]])}'?)"
         if leaf in SB3_NAMES:
-            return f"unknown config key '{key}': Stable-Baselines3's '{leaf}' is {SB3_NAMES[leaf]} here"
+            return f"unknown config key '{key}': Stable-Baselines3's '{leaf}' is {sb3_name_hint(leaf, data)} here"
         return f"unknown config key '{key}'"
+    if first["type"] == ONE_LINE_ERROR:
+        return first["msg"]
     where = f"config key '{key}'" if key else "config"
     if first["type"] == "value_error":  # our own validators: the message names the keys
         return f"{where}: {first['msg'].removeprefix('Value error, ')}"
@@ -218,7 +235,7 @@ def load_config(
     try:
         return Config.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_describe(err)) from None
+        raise ConfigError(_describe(err, data)) from None
 
 
 def dump_config(cfg: Config, path: Path) -> None:

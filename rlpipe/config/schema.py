@@ -6,9 +6,13 @@ read only the attributes they need, so any nested attribute object with the same
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic_core import PydanticCustomError
+
+from rlpipe.config.algorithms import ALGORITHM_SECTIONS, ALGORITHMS, ActionKind, PolicyType, TargetUpdate
 
 
 class _Strict(BaseModel):
@@ -130,15 +134,6 @@ class LearnConfig(_Strict):
             return {**data, "target_update_freq": None}
         return data
 
-    @model_validator(mode="after")
-    def _one_target_rule(self) -> LearnConfig:
-        if (self.target_theta is None) == (self.target_update_freq is None):
-            raise ValueError(
-                "use exactly one target update: target_update_freq (hard) or target_theta (soft); "
-                "set the other to null"
-            )
-        return self
-
 
 class CollectConfig(_Strict):
     n_sample: PositiveInt | None = Field(96, description="Env steps collected per iteration (step collector).")
@@ -189,15 +184,19 @@ class OtherConfig(_Strict):
     her: HerConfig | None = Field(None, description="Hindsight experience replay; None disables it.")
 
 
-PolicyType = Literal["dqn", "sac", "td3", "ddpg", "crossq"]
-CONTINUOUS_POLICY_TYPES = ("sac", "td3", "ddpg", "crossq")
-TARGET_FREE_POLICY_TYPES = ("crossq",)
-"""Actor-critics without target networks (no ``learn.target_theta``)."""
+ONE_LINE_ERROR = "rlpipe_config"
+"""Type of the validation errors whose message is the whole line, key path included."""
+
+
+def _one_line(message: str) -> PydanticCustomError:
+    return PydanticCustomError(ONE_LINE_ERROR, message)
 
 
 class PolicyConfig(_Strict):
     type: PolicyType = Field(
-        "dqn", description="Algorithm: dqn (discrete actions); sac, td3, ddpg, crossq (continuous actions)."
+        "dqn",
+        description="Algorithm: " + ", ".join(f"{row.name} ({row.action_kind.value} actions)"
+                                              for row in ALGORITHMS.values()) + ".",
     )
     cuda: bool = Field(False, description="Train on the GPU when available.")
     priority: bool = Field(False, description="Prioritised replay: the learner returns per-sample priorities.")
@@ -210,6 +209,38 @@ class PolicyConfig(_Strict):
     collect: CollectConfig = Field(default_factory=CollectConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     other: OtherConfig = Field(default_factory=OtherConfig)
+
+    def _given_keys(self) -> Iterator[str]:
+        """The keys (under ``policy.``) of the algorithm-dependent sections that were set to a value
+        that matters: not None and not the default (either changes nothing)."""
+        for section_name in ALGORITHM_SECTIONS:
+            section: BaseModel = self
+            for part in section_name.split("."):
+                section = getattr(section, part)
+            for name, field in type(section).model_fields.items():
+                value = getattr(section, name)
+                if (name in section.model_fields_set and value is not None
+                        and value != field.get_default(call_default_factory=True)):
+                    yield f"{section_name}.{name}"
+
+    @model_validator(mode="after")
+    def _algorithm_reads_its_keys(self) -> PolicyConfig:
+        """A key given (by a preset, a file, a dict or an override) that the algorithm does not
+        read is an error naming the key to use instead. Keys at None or their default pass, so
+        a saved config, which lists every key, loads back."""
+        row = ALGORITHMS[self.type]
+        unread = next((key for key in self._given_keys() if key not in row.keys), None)
+        if unread is not None:
+            raise _one_line(row.unread_key_error(unread))
+        learn = self.learn
+        if row.target_update is TargetUpdate.HARD_OR_SOFT and (learn.target_theta is None) == (
+                learn.target_update_freq is None):
+            raise _one_line("config key 'policy.learn': use exactly one target update: target_update_freq (hard) "
+                            "or target_theta (soft); set the other to null")
+        if row.target_update is TargetUpdate.SOFT and learn.target_theta is None:
+            raise _one_line(f"config key 'policy.learn.target_theta' must be set: policy.type '{self.type}' uses "
+                            "soft target updates (e.g. 0.005)")
+        return self
 
 
 class RunConfig(_Strict):
@@ -321,12 +352,6 @@ class Config(_Strict):
     def _settings_work_together(self) -> Config:
         """Reject combinations that would crash mid-run or be silently ignored."""
         policy = self.policy
-        if policy.model.obs_norm and policy.type not in CONTINUOUS_POLICY_TYPES:
-            raise ValueError(f"policy.model.obs_norm is for {', '.join(CONTINUOUS_POLICY_TYPES)}, "
-                             f"not policy.type '{policy.type}'")
-        if policy.learn.precision != "fp32" and policy.type not in CONTINUOUS_POLICY_TYPES:
-            raise ValueError(f"policy.learn.precision={policy.learn.precision} is for "
-                             f"{', '.join(CONTINUOUS_POLICY_TYPES)}, not policy.type '{policy.type}'")
         if policy.other.her is not None:
             if policy.collect.n_episode is None:
                 raise ValueError("policy.other.her needs policy.collect.n_episode (HER collects whole episodes)")
@@ -347,15 +372,8 @@ class Config(_Strict):
             raise ValueError(
                 f"policy.collect.unroll_len > 1 needs a sequence policy; '{policy.type}' trains on single steps"
             )
-        if policy.type in TARGET_FREE_POLICY_TYPES:
-            if policy.learn.target_theta is not None:
-                raise ValueError(f"policy.learn.target_theta is not used by policy.type '{policy.type}', "
-                                 "which has no target networks: remove it")
-        elif policy.type in CONTINUOUS_POLICY_TYPES and policy.learn.target_theta is None:
-            raise ValueError(
-                f"policy.type '{policy.type}' uses soft target updates: set policy.learn.target_theta (e.g. 0.005)"
-            )
-        if self.reward_model is not None and self.reward_model.type == "icm" and policy.type in CONTINUOUS_POLICY_TYPES:
+        continuous = ALGORITHMS[policy.type].action_kind is ActionKind.CONTINUOUS
+        if self.reward_model is not None and self.reward_model.type == "icm" and continuous:
             raise ValueError(
                 f"reward_model.type 'icm' needs discrete actions; policy.type '{policy.type}' has continuous ones "
                 "(use reward_model.type=rnd)"

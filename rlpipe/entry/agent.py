@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.config import Config, load_config
+from rlpipe.config.algorithms import ALGORITHMS, Exploration
 from rlpipe.entry.build import make_env_factory, make_policy
 from rlpipe.entry.evaluate import best_checkpoint
 from rlpipe.policy import Policy
@@ -53,13 +54,13 @@ class Agent:
         """Actions for one observation (returns one action) or a batch (returns ``[N, ...]``).
 
         ``deterministic=False`` acts as in training: SAC samples, TD3/DDPG add their noise, DQN
-        is epsilon-greedy with ``policy.other.eps.end``.
+        (any algorithm exploring epsilon-greedily) is epsilon-greedy with ``policy.other.eps.end``.
         """
         rows, single = self._rows(obs)
         policy_obs = np.stack([self._to_policy(row) for row in rows]).astype(np.float32, copy=False)
         if deterministic:
             actions = self.policy.eval_mode.forward(policy_obs)
-        elif self.cfg.policy.type == "dqn":
+        elif ALGORITHMS[self.cfg.policy.type].exploration is Exploration.EPSILON:
             actions = self.policy.collect_mode.forward(policy_obs, eps=self.cfg.policy.other.eps.end)
         else:
             actions = self.policy.collect_mode.forward(policy_obs)

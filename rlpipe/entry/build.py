@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,13 +15,13 @@ import numpy as np
 import torch
 
 from rlpipe.config import Config, ConfigError
-from rlpipe.config.schema import CONTINUOUS_POLICY_TYPES
+from rlpipe.config.algorithms import ALGORITHMS, ActionKind
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.vector import EnvFactory
 from rlpipe.errors import first_line
-from rlpipe.policy import CrossQPolicy, DDPGPolicy, DQNPolicy, Policy, SACPolicy, TD3Policy
+from rlpipe.policy import Policy
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
 ASYNC_STEP_TIMEOUT_S = 60.0
@@ -78,7 +79,7 @@ def make_envs(cfg: Config) -> tuple[VectorEnvManager | None, VectorEnvManager]:
 def _action_size(cfg: Config, action_space: gym.Space) -> int:
     """The model's action size for ``cfg.policy.type`` on ``action_space``; a one-line error on a mismatch."""
     policy_type, env_id = cfg.policy.type, cfg.env.env_id
-    if policy_type in CONTINUOUS_POLICY_TYPES:
+    if ALGORITHMS[policy_type].action_kind is ActionKind.CONTINUOUS:
         if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
             raise ConfigError(
                 f"policy.type '{policy_type}' needs a continuous (flat Box) action space; "
@@ -113,10 +114,11 @@ def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
     return filled
 
 
-POLICIES: dict[str, Callable[..., Policy]] = {
-    "dqn": DQNPolicy, "sac": SACPolicy, "td3": TD3Policy, "ddpg": DDPGPolicy, "crossq": CrossQPolicy,
-}
-"""The policy class of each ``policy.type``."""
+def policy_class(policy_type: str) -> Callable[..., Policy]:
+    """The policy class of ``policy_type``, imported from the path its row of the algorithm table names."""
+    module, _, name = ALGORITHMS[policy_type].policy_class.partition(":")
+    cls: Callable[..., Policy] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 def make_policy(cfg: Config) -> Policy:
@@ -125,7 +127,7 @@ def make_policy(cfg: Config) -> Policy:
     if cfg.policy.cuda and not torch.cuda.is_available():
         raise ConfigError(f"config key 'policy.cuda' is true but torch {torch.__version__} sees no CUDA device; "
                           "set policy.cuda=false")
-    return POLICIES[cfg.policy.type](cfg.policy, seed=cfg.seed)
+    return policy_class(cfg.policy.type)(cfg.policy, seed=cfg.seed)
 
 
 def available_memory() -> int:
@@ -143,13 +145,15 @@ def available_memory() -> int:
 def check_buffer_fits(cfg: Config) -> None:
     """One line, before anything is allocated, when a transition buffer cannot fit in memory.
 
-    A transition holds ``obs`` and ``next_obs`` (float32) and its action, reward and flags.
+    A transition holds ``obs`` and ``next_obs`` (float32) and its action (float32 per dimension,
+    or one int64 for a discrete action), reward and flags.
     (HER's buffer holds whole episodes, kept as they come, so it allocates nothing up front.)
     """
     model = cfg.policy.model
     if cfg.policy.other.her is not None or model.obs_shape is None or model.action_shape is None:
         return
-    row = 8 * model.obs_shape + 4 * (model.action_shape if cfg.policy.type != "dqn" else 2) + 32
+    continuous = ALGORITHMS[cfg.policy.type].action_kind is ActionKind.CONTINUOUS
+    row = 8 * model.obs_shape + (4 * model.action_shape if continuous else 8) + 32
     size = cfg.policy.other.replay_buffer.replay_buffer_size
     need, have = size * row, available_memory()
     if need > have:

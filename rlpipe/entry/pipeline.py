@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlpipe.config import Config, ConfigError
+from rlpipe.config.algorithms import ALGORITHMS, Exploration
 from rlpipe.entry.build import Parts
 from rlpipe.envs import VectorEnvManager
 from rlpipe.framework import Task
@@ -46,10 +47,11 @@ def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnvMana
     (role COLLECTOR), leaving the transitions in ``ctx.trajectories``, or with ``episodes``
     (HER) whole episodes in ``ctx.episodes``.
 
-    An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise),
+    An epsilon schedule for the algorithms that explore epsilon-greedily (dqn; the others sample
+    their actions or add their own noise: the table in :mod:`rlpipe.config.algorithms`),
     uniformly random actions for the first ``policy.random_collect_size`` env steps.
     """
-    if cfg.policy.type == "dqn":
+    if ALGORITHMS[cfg.policy.type].exploration is Exploration.EPSILON:
         task.use(eps_greedy_handler(cfg))
     if episodes:
         return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))

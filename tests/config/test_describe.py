@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rlpipe.cli.main import main
 from rlpipe.config import load_config
+from rlpipe.config.algorithms import ALGORITHMS
 from rlpipe.config.describe import REQUIRED, describe_config
 
 
@@ -14,10 +15,13 @@ def keys_of(model_dump, prefix=""):
             yield f"{prefix}{key}"
 
 
-def test_every_leaf_key_of_a_config_is_described():
+def test_every_leaf_key_the_algorithm_reads_is_described():
     cfg = load_config("deepsea-dqn-rnd")
     described = {info.key: info for info in describe_config(cfg)}
-    assert set(keys_of(cfg.model_dump())) <= set(described)
+    row = ALGORITHMS[cfg.policy.type]
+    assert {key for key in keys_of(cfg.model_dump()) if row.reads(key)} <= set(described)
+    assert all(row.reads(key) for key in described)
+    assert set(keys_of(cfg.model_dump())) <= {info.key for info in describe_config()}  # no config: every key
     batch = described["policy.learn.batch_size"]
     assert (batch.type, batch.value, batch.default) == ("int (> 0)", 64, 64)
     assert batch.description == "Transitions per training batch."

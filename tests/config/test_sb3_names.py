@@ -42,3 +42,17 @@ def test_sb3_names_get_a_pointer_to_rlpipes_key(override, message):
     with pytest.raises(ConfigError) as err:
         load_config("cartpole-dqn", [override])
     assert str(err.value) == message
+
+
+
+@pytest.mark.parametrize(("preset", "key", "hint"), [
+    ("pendulum-sac", "learning_rate",
+     "'policy.learn.learning_rate_actor' / 'policy.learn.learning_rate_q' / 'policy.learn.learning_rate_alpha'"),
+    ("pendulum-td3", "policy.learn.lr", "'policy.learn.learning_rate_actor' / 'policy.learn.learning_rate_q'"),
+    ("cartpole-dqn", "learning_rate", "'policy.learn.learning_rate'"),
+])
+def test_the_learning_rate_hint_names_the_keys_the_configs_algorithm_reads(preset, key, hint):
+    with pytest.raises(ConfigError) as err:
+        load_config(preset, [f"{key}=1e-3"])
+    name = key.rpartition(".")[2]
+    assert str(err.value) == f"unknown config key '{key}': Stable-Baselines3's '{name}' is {hint} here"

@@ -1,0 +1,190 @@
+"""The table of algorithms: what each ``policy.type`` is and which config keys it reads.
+
+One :class:`Algorithm` row per ``policy.type`` says which policy class runs it (an import
+path, resolved by ``rlpipe.entry.build``, so this layer imports no policy), the kind of
+actions it takes, how it explores, how it updates target networks, and the
+``policy.learn`` / ``policy.model`` / ``policy.collect`` keys it reads besides
+:data:`SHARED_KEYS`. Every place that depends on the algorithm reads its row; nothing
+compares algorithm names. Adding an algorithm is a policy module, one row here and a preset.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Literal
+
+__all__ = [
+    "ALGORITHMS", "ALGORITHM_SECTIONS", "EXPLORATION_KEYS", "SHARED_KEYS", "TARGET_KEYS", "ActionKind", "Algorithm",
+    "Exploration", "PolicyType", "TargetUpdate", "learning_rate_keys",
+]
+
+
+class ActionKind(Enum):
+    """The action space an algorithm acts in."""
+
+    DISCRETE = "discrete"
+    CONTINUOUS = "continuous"
+
+
+class Exploration(Enum):
+    """How an algorithm explores while collecting; the value completes "it explores ..."."""
+
+    EPSILON = "epsilon-greedily"
+    """A random action with probability epsilon, on the schedule ``policy.other.eps``."""
+    SAMPLING = "by sampling its own actions"
+    """The policy is stochastic: it samples (its entropy term keeps it exploring)."""
+    GAUSSIAN_NOISE = "with Gaussian action noise"
+    """``N(0, policy.collect.noise_sigma^2)`` added to a deterministic action."""
+
+
+class TargetUpdate(Enum):
+    """How an algorithm keeps its target networks."""
+
+    HARD_OR_SOFT = "hard or soft"
+    """A copy every ``learn.target_update_freq`` updates, or Polyak averaging at ``learn.target_theta``."""
+    SOFT = "soft"
+    """Polyak averaging at ``learn.target_theta`` after each update."""
+    NONE = "none"
+    """No target networks: it bootstraps from its own networks."""
+
+
+EXPLORATION_KEYS: dict[Exploration, tuple[str, ...]] = {
+    Exploration.EPSILON: ("other.eps.type", "other.eps.start", "other.eps.end", "other.eps.decay"),
+    Exploration.SAMPLING: (),
+    Exploration.GAUSSIAN_NOISE: ("collect.noise_sigma",),
+}
+"""The keys (under ``policy.``) each way of exploring reads."""
+
+TARGET_KEYS: dict[TargetUpdate, tuple[str, ...]] = {
+    TargetUpdate.HARD_OR_SOFT: ("learn.target_update_freq", "learn.target_theta"),
+    TargetUpdate.SOFT: ("learn.target_theta",),
+    TargetUpdate.NONE: (),
+}
+"""The keys (under ``policy.``) each kind of target update reads."""
+
+SHARED_KEYS = (
+    "learn.batch_size", "learn.update_per_collect", "learn.replay_ratio", "learn.grad_clip", "learn.adam_betas",
+    "model.obs_shape", "model.action_shape", "model.encoder_hidden_size_list",
+    "collect.n_sample", "collect.n_episode", "collect.unroll_len",
+)
+"""The keys (under ``policy.``) of the algorithm-dependent sections that every algorithm reads."""
+
+ALGORITHM_SECTIONS = ("learn", "model", "collect", "other.eps")
+"""The sections (under ``policy.``) whose keys some algorithms read and others do not."""
+
+_SAME_JOB = {
+    "learn.learning_rate": ("learn.learning_rate_actor", "learn.learning_rate_q", "learn.learning_rate_alpha"),
+    "learn.learning_rate_actor": ("learn.learning_rate",),
+    "learn.learning_rate_q": ("learn.learning_rate",),
+    "learn.learning_rate_alpha": ("learn.learning_rate",),
+    "learn.target_update_freq": ("learn.target_theta",),
+    **{key: ("other.eps",) for key in EXPLORATION_KEYS[Exploration.GAUSSIAN_NOISE]},
+    **{key: EXPLORATION_KEYS[Exploration.GAUSSIAN_NOISE] for key in EXPLORATION_KEYS[Exploration.EPSILON]},
+}
+"""Keys that do the job of another algorithm's key: the "use instead" of an unread key.
+A section (``other.eps``) stands for its keys."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One row of the table: a ``policy.type`` and what it reads."""
+
+    name: str
+    """The ``policy.type`` value."""
+    policy_class: str
+    """Import path of its policy class, ``"package.module:ClassName"``."""
+    action_kind: ActionKind
+    exploration: Exploration
+    target_update: TargetUpdate
+    learn: tuple[str, ...]
+    """The ``policy.learn`` keys it reads besides :data:`SHARED_KEYS` and its target keys."""
+    model: tuple[str, ...] = ()
+    """The ``policy.model`` keys it reads besides :data:`SHARED_KEYS`."""
+
+    @property
+    def target_networks(self) -> bool:
+        """Whether it keeps target networks."""
+        return self.target_update is not TargetUpdate.NONE
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key (under ``policy.``) of :data:`ALGORITHM_SECTIONS` it reads."""
+        own = (*(f"learn.{k}" for k in self.learn), *(f"model.{k}" for k in self.model))
+        return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[self.exploration])
+
+    @property
+    def learning_rate_keys(self) -> tuple[str, ...]:
+        """Its ``policy.learn`` learning-rate keys, as dotted config keys (for hints)."""
+        return tuple(f"policy.learn.{k}" for k in self.learn if k.startswith("learning_rate"))
+
+    def reads(self, key: str) -> bool:
+        """Whether it reads ``key``, a dotted config key (``policy.learn.alpha``); keys outside
+        :data:`ALGORITHM_SECTIONS` are read by every algorithm."""
+        inner = key.removeprefix("policy.")
+        if inner == key or not inner.startswith(tuple(f"{section}." for section in ALGORITHM_SECTIONS)):
+            return True
+        return inner in self.keys
+
+    def unread_key_error(self, key: str) -> str:
+        """The one line for a config that sets ``key`` (under ``policy.``), which this algorithm does not read."""
+        reason = ""
+        if key in TARGET_KEYS[TargetUpdate.HARD_OR_SOFT] and not self.target_networks:
+            reason = ", which has no target networks"
+        elif any(key in keys for keys in EXPLORATION_KEYS.values()):
+            reason = f", which explores {self.exploration.value}"
+        instead = [alt for alt in _SAME_JOB.get(key, ()) if self._reads_section_or_key(alt)]
+        if instead:
+            advice = "use " + " / ".join(f"policy.{alt}" for alt in instead)
+        else:
+            readers = [row.name for row in ALGORITHMS.values() if key in row.keys]
+            advice = "remove it" + (f" (it is read by {', '.join(readers)})" if readers and not reason else "")
+        return f"config key 'policy.{key}' is not read by policy.type '{self.name}'{reason}: {advice}"
+
+    def _reads_section_or_key(self, key: str) -> bool:
+        return any(own == key or own.startswith(f"{key}.") for own in self.keys)
+
+
+_SAC_LEARN = ("learning_rate_actor", "learning_rate_q", "learning_rate_alpha", "alpha", "auto_alpha",
+              "target_entropy", "precision")
+
+ALGORITHMS: Mapping[str, Algorithm] = {
+    row.name: row
+    for row in (
+        Algorithm(
+            "dqn", "rlpipe.policy.dqn:DQNPolicy", ActionKind.DISCRETE, Exploration.EPSILON,
+            TargetUpdate.HARD_OR_SOFT, learn=("learning_rate", "double_q"), model=("dueling",),
+        ),
+        Algorithm(
+            "sac", "rlpipe.policy.sac:SACPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,
+            TargetUpdate.SOFT, learn=_SAC_LEARN, model=("obs_norm",),
+        ),
+        Algorithm(
+            "td3", "rlpipe.policy.td3:TD3Policy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
+            TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q", "actor_update_freq", "noise_sigma",
+                                      "noise_clip", "precision"), model=("obs_norm",),
+        ),
+        Algorithm(
+            "ddpg", "rlpipe.policy.td3:DDPGPolicy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
+            TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q", "precision"), model=("obs_norm",),
+        ),
+        Algorithm(
+            "crossq", "rlpipe.policy.crossq:CrossQPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,
+            TargetUpdate.NONE, learn=(*_SAC_LEARN, "actor_update_freq"), model=("obs_norm",),
+        ),
+    )
+}
+"""Every ``policy.type`` and its row."""
+
+if TYPE_CHECKING:
+    PolicyType = str
+else:
+    PolicyType = Literal[tuple(ALGORITHMS)]
+"""The values of ``policy.type``: the table's names (a ``Literal`` for pydantic and ``config show``)."""
+
+
+def learning_rate_keys(policy_type: object) -> tuple[str, ...]:
+    """The learning-rate keys ``policy_type`` reads (for hints); ``policy.learn.learning_rate``
+    for a type outside the table (a seed-style config's)."""
+    row = ALGORITHMS.get(policy_type) if isinstance(policy_type, str) else None
+    return row.learning_rate_keys if row is not None else ("policy.learn.learning_rate",)
