@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Set up .venv (test and lint tools included), check style and types, run the whole test suite.
+# Set up .venv (test and lint tools included), check style and types, then run the tests.
+#   scripts/test.sh               the whole suite (what .ci/run runs)
+#   scripts/test.sh --fast        everything but the learning, Ray and crash tests (markers slow, ray, crash)
+#   scripts/test.sh [--fast] ...  any other arguments go to pytest, e.g. scripts/test.sh --fast tests/data -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
+select=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  select=(-m "not slow and not ray and not crash")
+fi
 scripts/setup.sh test,dev
 .venv/bin/ruff check rlpipe tests examples benchmarks
 .venv/bin/mypy rlpipe
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest ${select[@]+"${select[@]}"} "$@"

@@ -10,10 +10,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rlpipe.cli.main import main
 from tests.cli_errors import one_line_error
 from tests.run_checks import snapshot, summary_agrees_with_metrics
+
+pytestmark = pytest.mark.crash
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ["run.progress=false", "policy.collect.n_sample=32", "policy.learn.batch_size=16",

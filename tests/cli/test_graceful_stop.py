@@ -14,6 +14,8 @@ from rlpipe.cli.main import main
 from rlpipe.utils.checkpoint import load_checkpoint
 from tests.run_checks import metrics_so_far, summary_agrees_with_metrics
 
+pytestmark = pytest.mark.crash
+
 REPO = Path(__file__).resolve().parents[2]
 LONG = ["run.max_env_step=10000000", "run.progress=false", "policy.collect.n_sample=40",
         "policy.learn.batch_size=16", "policy.eval.evaluator.eval_freq=5", "env.n_evaluator_episode=2",
