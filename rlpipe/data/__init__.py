@@ -2,6 +2,7 @@
 
 from rlpipe.data.buffer import Buffer, BufferedData, BufferMiddleware, DequeBuffer, SampledBatch
 from rlpipe.data.buffer.middleware import (
+    FrameStore,
     PriorityExperienceReplay,
     clone_object,
     group_sample,
@@ -17,6 +18,7 @@ __all__ = [
     "BufferMiddleware",
     "BufferedData",
     "DequeBuffer",
+    "FrameStore",
     "NStepAccumulator",
     "PriorityExperienceReplay",
     "SampledBatch",

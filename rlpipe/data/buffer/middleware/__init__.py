@@ -1,6 +1,7 @@
 """Buffer middleware: each wraps the buffer operations it changes (see ``Buffer.use``)."""
 
 from rlpipe.data.buffer.middleware.clone import CloneObject, clone_object
+from rlpipe.data.buffer.middleware.frame_store import FrameStore
 from rlpipe.data.buffer.middleware.group_sample import GroupSample, group_sample
 from rlpipe.data.buffer.middleware.padding import Padding, padding
 from rlpipe.data.buffer.middleware.priority import PriorityExperienceReplay
@@ -11,6 +12,7 @@ from rlpipe.data.buffer.middleware.use_time_check import UseTimeCheck, use_time_
 
 __all__ = [
     "CloneObject",
+    "FrameStore",
     "GroupSample",
     "Padding",
     "PriorityExperienceReplay",
