@@ -16,7 +16,7 @@ Measured in this process:
 - ``push_us_per_transition``: time in ``push_batch`` per transition (hashing, matching and
   writing frames, the buffer's own push);
 - ``sample32_us``: median time of ``sample_batch(32)`` (obs and next_obs stacks rebuilt) on
-  the full buffer, and ``sample32_floor_us``: a bare numpy ``take`` of the same 256 frames.
+  the full buffer, and ``sample32_floor_us``: bare numpy indexing of as many frames (the copy alone).
 
 Usage: ``python benchmarks/frames.py [--transitions N]``. The last line printed is JSON.
 """
@@ -121,7 +121,7 @@ def fill(size: int, episode_steps: int, nstep: int, sample_calls: int) -> dict[s
 
 
 def time_sampling(buffer: DequeBuffer, store: FrameStore, calls: int) -> tuple[float, float]:
-    """Median microseconds of ``sample_batch(32)``, and of a bare take of as many frames."""
+    """Median microseconds of ``sample_batch(32)``, and of bare indexing of as many frames."""
     rng = np.random.default_rng(1)
     frames = store.ring.frames
     assert frames is not None
@@ -132,8 +132,7 @@ def time_sampling(buffer: DequeBuffer, store: FrameStore, calls: int) -> tuple[f
         times.append(time.perf_counter() - start)
         slots = rng.integers(0, len(frames), (2, 32, STACK))
         start = time.perf_counter()
-        frames.take(slots[0], axis=0)
-        frames.take(slots[1], axis=0)
+        frames[slots]
         floors.append(time.perf_counter() - start)
     return float(np.median(times) * 1e6), float(np.median(floors) * 1e6)
 
@@ -150,7 +149,7 @@ def main() -> None:
           f"n-step {args.nstep}): {figures['bytes_per_transition']:,.0f} bytes each "
           f"({figures['ratio_to_frame']:.3f}x one frame); push {figures['push_us_per_transition']:.1f} us "
           f"per transition; sample_batch(32) {figures['sample32_us']:.0f} us "
-          f"(bare take {figures['sample32_floor_us']:.0f} us)")
+          f"(bare copy {figures['sample32_floor_us']:.0f} us)")
     print(json.dumps({**figures, "episode_steps": args.episode_steps, "nstep": args.nstep}))
 
 

@@ -163,7 +163,7 @@ class FrameRing:
     def gather(self, slots: np.ndarray) -> np.ndarray:
         """The frames at ``slots`` (any shape): shape ``[*slots.shape, *frame_shape]``, a new array."""
         assert self.frames is not None
-        return self.frames.take(slots, axis=0)
+        return self.frames[slots]  # not take(axis=0): 10-30x slower for rows of kilobytes (numpy 2.4)
 
     @property
     def oldest_live(self) -> int:

@@ -211,15 +211,24 @@ class FrameStore(BufferMiddleware):
 
     # ---- reading -------------------------------------------------------------------
     def _expand(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        """``data`` with each stack field's slots replaced by the frames (a new dict)."""
+        """``data`` with each stack field's slots replaced by the frames (a new dict).
+
+        The fields are gathered into one new array, each a contiguous part of it: two arrays of
+        about 1 MB (a batch of 32 Atari stacks) allocated together cost glibc fresh pages on
+        every call, 0.8 ms of page faults instead of 0.05 ms of copying.
+        """
         out = dict(data)
-        for key in self.fields:
-            if key in out:
-                slots = out[key]
-                if isinstance(slots, torch.Tensor):
-                    slots = slots.numpy(force=True)
-                frames = self.ring.gather(np.asarray(slots))
-                out[key] = torch.from_numpy(frames) if key in self.torch_fields else frames
+        keys = [key for key in self.fields if key in out]
+        if not keys:
+            return out
+        slots = [np.asarray(out[key].numpy(force=True) if isinstance(out[key], torch.Tensor) else out[key])
+                 for key in keys]
+        if len({part.shape for part in slots}) == 1:
+            gathered = list(self.ring.gather(np.stack(slots)))
+        else:
+            gathered = [self.ring.gather(part) for part in slots]
+        for key, frames in zip(keys, gathered, strict=True):
+            out[key] = torch.from_numpy(frames) if key in self.torch_fields else frames
         return out
 
     def _expand_item(self, item: BufferedData) -> BufferedData:
