@@ -1,4 +1,5 @@
-"""The buffer contract: items, sampled batches, and the middleware chain every buffer runs.
+"""The buffer contract: items, sampled batches, the middleware chain every buffer runs, and what
+middleware (:class:`SlotBuffer`) and saving (:class:`SavableBuffer`) need of a buffer.
 
 Glossary
 --------
