@@ -390,19 +390,19 @@ class HerRewardModel(BaseRewardModel):
         g = self._goal_steps(t, T, rng)
         rows, goal_rows = starts[episode_of] + t, starts[episode_of] + g
 
-        state, desired_goal, _ = split(data["obs"])
-        next_state, _, next_achieved = split(data["next_obs"])
-        new_goal = next_achieved[goal_rows]
+        (state, desired_goal, _), at = _split_needed(split, data["obs"], rows)
+        (next_state, _, next_achieved), next_at = _split_needed(split, data["next_obs"], rows, goal_rows)
+        new_goal = next_achieved[next_at[goal_rows]]
         if self._relabel_prob < 1.0:
             keep = rng.random(len(rows)) >= self._relabel_prob
-            new_goal[keep] = desired_goal[rows[keep]]
-        obs = merge(state[rows], new_goal)
-        next_obs = merge(next_state[rows], new_goal)
+            new_goal[keep] = desired_goal[at[rows[keep]]]
+        obs = merge(state[at[rows]], new_goal)
+        next_obs = merge(next_state[next_at[rows]], new_goal)
         if obs.shape[1:] != data["obs"].shape[1:]:
             raise ValueError(
                 f"merge_func made observations of shape {obs.shape[1:]}, expected {data['obs'].shape[1:]}"
             )
-        reward = np.asarray(goal_reward(next_achieved[rows], new_goal), dtype=np.float32)
+        reward = np.asarray(goal_reward(next_achieved[next_at[rows]], new_goal), dtype=np.float32)
         if reward.shape != rows.shape:
             raise ValueError(
                 f"goal_reward_func returned shape {reward.shape}, expected {rows.shape} "
@@ -436,6 +436,25 @@ class HerRewardModel(BaseRewardModel):
         if self._strategy == "future":
             return rng.integers(t, T)
         return rng.integers(0, T)
+
+
+def _split_needed(
+    split: SplitFunc, column: np.ndarray, *row_sets: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """``split`` of the rows of ``column`` that ``row_sets`` name, each distinct row once.
+
+    Returns the parts over those rows and where each row of ``column`` sits in them (index a
+    part with ``at[rows]``). When every row is needed (whole episodes) the column is split as
+    it is; otherwise only the needed rows are, which spares a per-transition ``split_func``
+    the calls for rows never drawn (``sample_per_episode``).
+    """
+    needed = np.zeros(len(column), dtype=bool)
+    for rows in row_sets:
+        needed[rows] = True
+    if needed.all():
+        return tuple(split(column)), np.arange(len(column))
+    at = np.cumsum(needed) - 1
+    return tuple(split(column[needed])), at
 
 
 def _row(column: Any, i: int) -> Any:

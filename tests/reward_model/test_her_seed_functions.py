@@ -247,6 +247,20 @@ def test_functions_are_called_per_row_unless_batched_by_the_model_or_the_decorat
     assert_same_tensor_batch(got, expected)
 
 
+def test_a_per_transition_split_sees_only_rows_that_were_drawn():
+    """With sample_per_episode, split_func runs on each drawn row (and goal row) once: no more
+    calls than the seed makes (two per drawn transition and one per copy), far fewer than every row."""
+    eps = [bitflip_columns(seed, 40) for seed in range(4)]
+    cfg = {"her_strategy": "future", "her_replay_k": 2, "sample_per_episode": 3}
+    counted = Counted()
+    got = HerRewardModel(cfg).relabel_batch(
+        eps, np.random.default_rng(2), counted.merge, counted.split, counted.reward)
+    assert_same_tensor_batch(got, HerRewardModel(cfg).relabel_batch(eps, np.random.default_rng(2)))
+    drawn, rows = 4 * 3, 4 * 3 * 2
+    assert 0 < counted.calls["split"] <= 2 * drawn + rows < 2 * 4 * 40
+    assert (counted.calls["merge"], counted.calls["reward"]) == (2 * rows, rows)
+
+
 def test_batched_marks_a_function_in_place_and_wraps_what_takes_no_mark():
     def reward(achieved, desired):
         return achieved
