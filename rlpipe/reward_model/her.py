@@ -54,9 +54,9 @@ same batch for the same generator.
 The caller's types. The core works on numpy columns. Episodes of torch tensors (the seed's
 data) are read as numpy views once, on entry; the goal functions the caller gives receive
 tensors (``torch.from_numpy`` views of the core's arrays or their rows, on the CPU) and may
-return tensors, arrays or Python scalars; every output field the caller gave as a tensor comes back as a
-tensor of that field's dtype, per-row shape (a reward given as ``[1]`` stays ``[1]``) and
-device. The default goal functions are numpy and serve either kind. Numpy episodes take the
+return tensors, arrays or Python scalars; every output field the caller gave as a tensor
+comes back as a tensor of that field's dtype, per-row shape (a reward given as ``[1]`` stays
+``[1]``) and device. The default goal functions are numpy and serve either kind. Numpy episodes take the
 core's path untouched.
 """
 
