@@ -3,7 +3,7 @@ from rlpipe.utils.batched import batched as batched  # a light import: no numpy 
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "train"]
+__all__ = ["__version__", "batched", "load", "train"]
 
 
 def __getattr__(name: str) -> object:
