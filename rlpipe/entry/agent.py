@@ -16,9 +16,10 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.config import Config, load_config
-from rlpipe.entry.build import make_env_factory, make_policy
 from rlpipe.entry.evaluate import best_checkpoint
 from rlpipe.policy import Policy
+from rlpipe.recipes.build import make_policy
+from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint
 
 

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from rlpipe.config import Config, dump_config, load_config
-from rlpipe.entry.build import Parts, build_parts
-from rlpipe.entry.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, summary_tracker
 from rlpipe.envs.vector import worker_report_log
@@ -27,6 +25,9 @@ from rlpipe.framework.middleware import (
     restore_checkpoint,
 )
 from rlpipe.policy import Policy
+from rlpipe.recipes.backends import LOCAL_BACKEND, remote_backend
+from rlpipe.recipes.build import Parts, build_parts
+from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.utils.checkpoint import CheckpointError
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
@@ -144,7 +145,7 @@ def train(
     ``cfg`` is a :class:`Config`, a preset name, a YAML path or a dict, with ``overrides``
     (``"key.path=value"``) on top, as ``rlpipe train`` takes them; ``run_dir`` defaults to
     :func:`default_run_dir`. ``middleware`` adds your own middleware at the named points of
-    the pipeline (:data:`~rlpipe.entry.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
+    the pipeline (:data:`~rlpipe.recipes.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
     [fn]}``). Everything that can be checked (env id, model sizes, HER settings, the run
     directory, the Ray cluster of ``distributed.backend=ray``) is checked before the run
     directory is created. With ``resume``, ``run_dir``
@@ -194,20 +195,14 @@ def train(
 
 @contextmanager
 def remote_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware | None]:
-    """With ``distributed.backend=ray``: collector actors on Ray, and the middleware that feeds
-    their fragments to the learner (:func:`~rlpipe.distributed.ray_collectors.fragment_receiver`);
-    the actors stop at the end. None with the local backend: the collect half runs in this process."""
-    if cfg.distributed.backend == "local":
+    """With a remote ``distributed.backend`` (ray): its collectors, started for this run, and the
+    middleware that feeds their data to the learner (:mod:`rlpipe.recipes.backends`); they stop at
+    the end. None with the local backend: the collect half runs in this process."""
+    if cfg.distributed.backend == LOCAL_BACKEND:
         yield None
         return
-    from rlpipe.distributed import RayCollectors, fragment_receiver, ray_session  # Ray: an optional extra
-
-    with ray_session(cfg.distributed, cfg.distributed.collectors) as ray:
-        collectors = RayCollectors(ray, cfg, policy)
-        try:
-            yield fragment_receiver(collectors)
-        finally:
-            collectors.close()
+    with remote_backend(cfg.distributed.backend)(cfg, policy) as collect:
+        yield collect
 
 
 def _run_pipeline(
