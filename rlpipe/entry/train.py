@@ -4,8 +4,7 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,7 @@ from rlpipe.framework.middleware import (
     progress_bar,
     restore_checkpoint,
 )
-from rlpipe.policy import Policy
-from rlpipe.recipes.backends import LOCAL_BACKEND, remote_backend
+from rlpipe.recipes.backends import remote_collect_half
 from rlpipe.recipes.build import Parts, build_parts
 from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.utils.checkpoint import CheckpointError
@@ -193,25 +191,14 @@ def train(
     return tracker.summary
 
 
-@contextmanager
-def remote_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware | None]:
-    """With a remote ``distributed.backend`` (ray): its collectors, started for this run, and the
-    middleware that feeds their data to the learner (:mod:`rlpipe.recipes.backends`); they stop at
-    the end. None with the local backend: the collect half runs in this process."""
-    if cfg.distributed.backend == LOCAL_BACKEND:
-        yield None
-        return
-    with remote_backend(cfg.distributed.backend)(cfg, policy) as collect:
-        yield collect
-
-
 def _run_pipeline(
     parts: Parts, ctx: OnlineRLContext, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker,
     stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None, collect: Middleware | None,
 ) -> None:
     """Add checkpoints, logging and progress to the training pipeline and run from ``ctx`` (an
     earlier run's counters when resumed) until a stop condition (``stop``, first in the
-    pipeline, turns SIGINT and SIGTERM into one). ``collect``: see :func:`remote_collect_half`."""
+    pipeline, turns SIGINT and SIGTERM into one). ``collect``: see
+    :func:`~rlpipe.recipes.backends.remote_collect_half`."""
     cfg = parts.cfg
     if ctx.env_step > 0 and parts.local_collector_env is not None:  # remote collectors reseed themselves
         parts.local_collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones

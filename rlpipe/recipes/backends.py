@@ -10,15 +10,15 @@ name and its optional dependencies (Ray) load only when a run asks for it.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import cast
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.policy import Policy
 from rlpipe.recipes.pipeline import Middleware
 
-__all__ = ["LOCAL_BACKEND", "REMOTE_BACKENDS", "RemoteCollect", "remote_backend"]
+__all__ = ["LOCAL_BACKEND", "REMOTE_BACKENDS", "RemoteCollect", "remote_backend", "remote_collect_half"]
 
 RemoteCollect = Callable[[Config, Policy], AbstractContextManager[Middleware]]
 """``(cfg, policy) -> context`` yielding the middleware that feeds remote collectors' data to the learner."""
@@ -36,3 +36,15 @@ def remote_backend(name: str) -> RemoteCollect:
         raise ConfigError(f"config key 'distributed.backend': unknown backend '{name}' (use one of {known})")
     module, _, attribute = path.partition(":")
     return cast(RemoteCollect, getattr(importlib.import_module(module), attribute))
+
+
+@contextmanager
+def remote_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware | None]:
+    """With a remote ``distributed.backend``: its collectors, started for this run of ``policy``,
+    and the middleware that feeds their data to the learner; they stop at the end. None with the
+    local backend: the collect half runs in the learner's process."""
+    if cfg.distributed.backend == LOCAL_BACKEND:
+        yield None
+        return
+    with remote_backend(cfg.distributed.backend)(cfg, policy) as collect:
+        yield collect
