@@ -27,8 +27,10 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlpipe.config.loader import ConfigError
+from rlpipe.envs.atari import ATARI_ID_PREFIXES, import_atari
 from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode, final_success
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
+from rlpipe.envs.minatar import MINATAR_ID_PREFIXES, import_minatar
 from rlpipe.envs.minigrid import (
     MINIGRID_ID_PREFIXES,
     FlattenMiniGridImage,
@@ -116,6 +118,8 @@ def _kill_workers(env: AsyncVectorEnv) -> None:
 ENV_PACKAGES: tuple[tuple[tuple[str, ...], Callable[[str], None]], ...] = (
     (MINIGRID_ID_PREFIXES, import_minigrid),
     (ROBOTICS_ID_PREFIXES, import_robotics),
+    (ATARI_ID_PREFIXES, import_atari),
+    (MINATAR_ID_PREFIXES, import_minatar),
 )
 """Env id prefixes of optional packages, and the function that imports each (registering its envs)."""
 
