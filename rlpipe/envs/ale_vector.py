@@ -29,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlpipe.envs.atari import FRAME_SKIP, FRAME_STACK, NOOP_MAX, SCREEN_SIZE, STICKY_ACTION_PROBABILITY, atari_game
+from rlpipe.envs.atari import FRAME_SKIP, FRAME_STACK, SCREEN_SIZE, AtariSettings, atari_game
 from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode
 from rlpipe.utils.batch import FAILED_STEP
 
@@ -40,9 +40,8 @@ class AleVectorEnv:
     """``num_envs`` ALE games stepped together by ale-py's C++ vector env, with same-step auto-reset.
 
     ``train``: a lost life ends the episode and rewards are clipped (see the module);
-    ``repeat_action_probability``, ``full_action_space`` and ``noop_max`` as in
-    :func:`~rlpipe.envs.atari.make_atari_env`. ``num_threads``: ale-py's worker threads (0: one
-    per env, up to the CPU count). Envs are seeded ``seed, seed+1, ...``.
+    ``settings`` as for :func:`~rlpipe.envs.atari.make_atari_env`. ``num_threads``: ale-py's
+    worker threads (0: one per env, up to the CPU count). Envs are seeded ``seed, seed+1, ...``.
     """
 
     def __init__(
@@ -52,13 +51,12 @@ class AleVectorEnv:
         seed: int = 0,
         *,
         train: bool,
-        repeat_action_probability: float = STICKY_ACTION_PROBABILITY,
-        full_action_space: bool = False,
-        noop_max: int = NOOP_MAX,
+        settings: AtariSettings | None = None,
         num_threads: int = 0,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        settings = settings or AtariSettings()
         game = atari_game(env_id)  # imports ale-py, or one line naming the extra
         from ale_py.vector_env import AtariVectorEnv
 
@@ -66,14 +64,15 @@ class AleVectorEnv:
             game,
             num_envs,
             num_threads=num_threads,
-            repeat_action_probability=repeat_action_probability,
-            full_action_space=full_action_space,
+            repeat_action_probability=settings.repeat_action_probability,
+            full_action_space=settings.full_action_space,
+            max_num_frames_per_episode=settings.max_episode_steps * FRAME_SKIP,
             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
             img_height=SCREEN_SIZE,
             img_width=SCREEN_SIZE,
             stack_num=FRAME_STACK,
             frameskip=FRAME_SKIP,
-            noop_max=noop_max,
+            noop_max=settings.noop_max,
             use_fire_reset=True,
             episodic_life=False,
             life_loss_info=False,

@@ -20,25 +20,22 @@ Nothing here imports ``ale_py`` at module import: rlpipe works without the extra
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObservation
+from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObservation, TimeLimit
 
 from rlpipe.errors import MissingDependencyError
 
 ATARI_ID_PREFIXES = ("ALE/",)
 """The ids of ale-py's games (gymnasium loads no plugins: importing ``ale_py`` registers them)."""
 INSTALL_HINT = "scripts/setup.sh atari, or pip install 'rlpipe[atari]'"
-NOOP_MAX = 30
-"""Most no-op frames at a reset (Mnih et al. 2015)."""
 FRAME_SKIP = 4
 """Frames each action is repeated for; an observation is the max over the last two."""
 SCREEN_SIZE = 84
 FRAME_STACK = 4
-STICKY_ACTION_PROBABILITY = 0.25
-"""The ALE's recommended ``repeat_action_probability`` (Machado et al. 2018), ALE v5's default."""
 FIRE = "FIRE"
 PACKAGES = {"ale_py": "ale-py", "cv2": "opencv-python-headless"}
 """The modules the extra installs, and their packages' names."""
@@ -46,12 +43,28 @@ PACKAGES = {"ale_py": "ale-py", "cv2": "opencv-python-headless"}
 __all__ = [
     "ATARI_ID_PREFIXES",
     "FRAME_STACK",
+    "AtariSettings",
     "EpisodicLife",
     "PressFireOnReset",
     "atari_game",
     "import_atari",
     "make_atari_env",
 ]
+
+
+@dataclass(frozen=True)
+class AtariSettings:
+    """What a run may choose about its Atari games (both backends take it), with the ALE's defaults."""
+
+    repeat_action_probability: float = 0.25
+    """Sticky actions: the chance that the ALE repeats the previous action at each frame (Machado
+    et al. 2018 recommend 0.25, ALE v5's default); 0 makes a game deterministic given its no-ops."""
+    full_action_space: bool = False
+    """All 18 joystick actions instead of the game's own set."""
+    noop_max: int = 30
+    """Most no-op frames at a game's start (Mnih et al. 2015), for varied starts."""
+    max_episode_steps: int = 27_000
+    """Steps (of 4 frames) after which a game is truncated: 27,000 is ALE v5's 108,000 frames."""
 
 
 def import_atari(env_id: str) -> None:
@@ -145,33 +158,30 @@ class EpisodicLife(gym.Wrapper[np.ndarray, int, np.ndarray, int]):
 
 
 def make_atari_env(
-    env_id: str,
-    *,
-    train: bool,
-    repeat_action_probability: float = STICKY_ACTION_PROBABILITY,
-    full_action_space: bool = False,
-    noop_max: int = NOOP_MAX,
-    render_mode: str | None = None,
+    env_id: str, *, train: bool, settings: AtariSettings | None = None, render_mode: str | None = None
 ) -> gym.Env[np.ndarray, int]:
     """One ALE game with the DQN preprocessing; observations ``uint8 [4, 84, 84]``, oldest frame first.
 
     ``train``: a lost life ends the episode (:class:`EpisodicLife`) and rewards are clipped to
     [-1, 1]; without it (evaluation) episodes are whole games with their real scores.
-    ``repeat_action_probability``: sticky actions (per frame, inside the ALE);
-    ``full_action_space``: all 18 joystick actions instead of the game's own set.
+    ``settings``: sticky actions, action set, no-ops, step limit (:class:`AtariSettings`).
     ``render_mode="rgb_array"`` lets ``render()`` give the full-colour screen (for videos).
-    Episodes are truncated at ALE v5's 108,000 frames (27,000 steps).
+    The step limit is gymnasium's ``TimeLimit`` under :class:`EpisodicLife`, so it counts a whole
+    game's steps, and not the no-op frames, as ale-py's vector env does.
     """
+    settings = settings or AtariSettings()
     atari_game(env_id)  # imports ale-py and checks the id
     env: gym.Env[Any, Any] = gym.make(
         env_id,
         frameskip=1,
-        repeat_action_probability=repeat_action_probability,
-        full_action_space=full_action_space,
+        repeat_action_probability=settings.repeat_action_probability,
+        full_action_space=settings.full_action_space,
+        max_num_frames_per_episode=None,  # no limit in the ALE: TimeLimit below counts steps
         render_mode=render_mode,
     )
     env = PressFireOnReset(env)
-    env = AtariPreprocessing(env, noop_max=noop_max, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE)
+    env = AtariPreprocessing(env, noop_max=settings.noop_max, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE)
+    env = TimeLimit(env, settings.max_episode_steps)
     if train:
         env = ClipReward(EpisodicLife(env), -1.0, 1.0)
     return FrameStackObservation(env, FRAME_STACK, padding_type="zero")
