@@ -19,8 +19,9 @@ no-op draws with ``seed + i`` itself, where gymnasium's ALE env derives both fro
 through a ``SeedSequence``, and ale-py takes 0 to ``noop_max - 1`` no-op frames (one fewer
 after ``FIRE``) where ``AtariPreprocessing`` takes 1 to ``noop_max``. So with sticky actions
 or no-ops the two start different (equally random) games from one seed; without both they
-give identical transitions. The episode step limit (108,000 frames) counts the no-op frames
-in gymnasium's env, not in ale-py's.
+give identical transitions. Both count the step limit from the end of the no-ops, but at the
+limit ale-py stops the step's frames before it reads the last frame's screen: the newest frame
+of a truncated episode's last stack is then older than the Python path's.
 """
 from __future__ import annotations
 

@@ -114,6 +114,13 @@ def test_observation_and_action_spaces():
     assert obs in env.observation_space and obs.flags.c_contiguous
 
 
+def test_rgb_array_rendering_gives_the_full_colour_screen():
+    env = make_atari_env("ALE/Pong-v5", train=False, render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (210, 160, 3) and frame.dtype == np.uint8 and len(np.unique(frame.reshape(-1, 3), axis=0)) > 2
+
+
 def test_training_loses_lives_as_episodes_with_clipped_rewards_in_the_same_game():
     """Same seed and actions: the training env plays the very game the evaluation env plays (a lost
     life's reset takes no step), ends an episode at each lost life with a fresh stack of the
