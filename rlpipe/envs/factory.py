@@ -15,8 +15,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlpipe.envs.atari import ATARI_ID_PREFIXES, import_atari
 from rlpipe.envs.errors import EnvSettingError
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
+from rlpipe.envs.minatar import MINATAR_ID_PREFIXES, import_minatar
 from rlpipe.envs.minigrid import (
     MINIGRID_ID_PREFIXES,
     FlattenMiniGridImage,
@@ -38,6 +40,8 @@ EnvFactory = Callable[[], gym.Env]
 ENV_PACKAGES: tuple[tuple[tuple[str, ...], Callable[[str], None]], ...] = (
     (MINIGRID_ID_PREFIXES, import_minigrid),
     (ROBOTICS_ID_PREFIXES, import_robotics),
+    (ATARI_ID_PREFIXES, import_atari),
+    (MINATAR_ID_PREFIXES, import_minatar),
 )
 """Env id prefixes of optional packages, and the function that imports each (registering its envs)."""
 
