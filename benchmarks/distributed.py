@@ -24,9 +24,9 @@ from rlpipe.config import load_config
 from rlpipe.config.schema import DistributedConfig
 from rlpipe.data import DequeBuffer
 from rlpipe.distributed import Fragment, RayCollectors, fragment_receiver, ray_session
-from rlpipe.entry.build import make_policy
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import data_pusher
+from rlpipe.recipes.build import make_policy
 
 COLLECTORS = 2
 

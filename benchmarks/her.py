@@ -1,12 +1,22 @@
-"""HER relabelling throughput: ``HerRewardModel.relabel_batch`` vs a per-transition Python loop.
+"""HER relabelling throughput: ``HerRewardModel.relabel_batch`` vs a per-transition Python loop,
+and the cost of goal functions written per transition (the seed's way) against batched ones.
 
-Both relabel the same bit-flip episodes (15 bits, 15 steps, obs = concat(state, goal)) with
-the ``future`` strategy and ``her_replay_k`` copies, using the same default split, merge and
-goal reward functions, into one columnar batch (obs, action, reward, next_obs, terminated,
-truncated). The loop is what a straightforward implementation does: per transition and copy,
-draw a future step, split, merge, compute the reward, then stack the rows into arrays.
-Rounds of the two alternate so that machine noise hits both alike; the median round of
-each is reported.
+All relabel the same bit-flip episodes (15 bits, 15 steps, obs = concat(state, goal)) with
+the ``future`` strategy and ``her_replay_k`` copies into one columnar batch (obs, action,
+reward, next_obs, terminated, truncated):
+
+- batched: ``relabel_batch`` with rlpipe's default (batched) split, merge and goal reward;
+- loop: what a straightforward implementation does with those defaults: per transition and
+  copy, draw a future step, split, merge, compute the reward, then stack the rows;
+- per-transition numpy: ``relabel_batch`` with the same functions written for one observation
+  in numpy (``x[:n], x[n:], x[:n]``, ``np.concatenate``, a float reward), called once per row;
+- per-transition seed: the seed's own default functions (``torch.chunk(x, 2)``,
+  ``torch.cat``, a reward of ``torch.FloatTensor([1])`` or ``[0]``) on the same episodes as
+  torch tensors, called once per row, tensors back.
+
+Both per-transition runs are first checked to give the batched run's batch. Rounds alternate
+so that machine noise hits all alike; the median round of each is reported. The cost ratios
+are batched rate / per-transition rate (how many times slower per-transition functions are).
 
 Usage: ``python benchmarks/her.py [--quick]``. The last line printed is JSON.
 """
@@ -19,6 +29,7 @@ import statistics
 import time
 
 import numpy as np
+import torch
 
 from rlpipe.reward_model import HerRewardModel, equal_goal_reward, merge_state_goal, split_state_goal
 
@@ -73,6 +84,43 @@ def loop_relabel(
     return {field: np.stack(values) for field, values in rows.items()}
 
 
+def numpy_split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split written for one observation (a user's per-transition function)."""
+    return x[:N_BITS], x[N_BITS:], x[:N_BITS]
+
+
+def numpy_merge(state: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    return np.concatenate([state, goal])
+
+
+def numpy_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray) -> float:
+    return float(np.array_equal(achieved_goal, desired_goal))
+
+
+def seed_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The seed's default split, for one observation."""
+    obs, desired_goal = torch.chunk(x, 2)
+    return obs, desired_goal, obs
+
+
+def seed_merge(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.cat((x, y), dim=0)
+
+
+def seed_reward(achieved_goal: torch.Tensor, desired_goal: torch.Tensor) -> torch.Tensor:
+    if (achieved_goal == desired_goal).all():
+        return torch.FloatTensor([1])
+    return torch.FloatTensor([0])
+
+
+def check_same_batch(reference: dict, batch: dict, name: str) -> None:
+    """The per-transition run relabels exactly as the batched one (so the timings compare like with like)."""
+    for key, column in reference.items():
+        got = batch[key].numpy() if isinstance(batch[key], torch.Tensor) else batch[key]
+        if not np.array_equal(got, column):
+            raise SystemExit(f"{name}: field {key!r} differs from the batched run")
+
+
 def timed(fn, *args) -> tuple[float, int]:
     start = time.perf_counter()
     batch = fn(*args)
@@ -86,28 +134,43 @@ def main() -> None:
     n_episode, k, rounds = (16, 2, 2) if args.quick else (256, 4, 7)
 
     episodes = bitflip_episodes(n_episode, np.random.default_rng(0))
+    tensor_episodes = [{key: torch.from_numpy(column) for key, column in ep.items()} for ep in episodes]
     her = HerRewardModel({"her_strategy": "future", "her_replay_k": k})
-    rng = np.random.default_rng(1)
-    her.relabel_batch(episodes, rng)  # warm-up (first-call allocations)
+    runs = {
+        "batched": lambda rng: her.relabel_batch(episodes, rng),
+        "loop": lambda rng: loop_relabel(episodes, k, rng),
+        "numpy": lambda rng: her.relabel_batch(episodes, rng, numpy_merge, numpy_split, numpy_reward),
+        "seed": lambda rng: her.relabel_batch(tensor_episodes, rng, seed_merge, seed_split, seed_reward),
+    }
+    reference = runs["batched"](np.random.default_rng(1))  # also the warm-up (first-call allocations)
+    for name in ("numpy", "seed"):
+        check_same_batch(reference, runs[name](np.random.default_rng(1)), name)
 
-    batched, loop = [], []
+    rng = np.random.default_rng(1)
+    rates: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
-        seconds, n = timed(her.relabel_batch, episodes, rng)
-        batched.append(n / seconds)
-        seconds, n = timed(loop_relabel, episodes, k, rng)
-        loop.append(n / seconds)
-    batched_rate, loop_rate = statistics.median(batched), statistics.median(loop)
-    ratio = batched_rate / loop_rate
+        for name, run in runs.items():
+            seconds, n = timed(run, rng)
+            rates[name].append(n / seconds)
+    rate = {name: statistics.median(values) for name, values in rates.items()}
+    speedup = rate["batched"] / rate["loop"]
+    numpy_cost, seed_cost = rate["batched"] / rate["numpy"], rate["batched"] / rate["seed"]
     print(f"HER future relabelling, {n_episode} episodes x {N_BITS} steps x k={k} per batch, {rounds} rounds")
-    print(f"  batched relabel_batch: {batched_rate:12,.0f} transitions/s")
-    print(f"  per-transition loop:   {loop_rate:12,.0f} transitions/s")
-    print(f"  speedup: {ratio:.1f}x (goal >= 20x)")
+    print(f"  batched relabel_batch:                {rate['batched']:12,.0f} transitions/s")
+    print(f"  per-transition loop:                  {rate['loop']:12,.0f} transitions/s")
+    print(f"  speedup: {speedup:.1f}x (goal >= 20x)")
+    print(f"  per-transition functions, numpy:      {rate['numpy']:12,.0f} transitions/s ({numpy_cost:.1f}x slower)")
+    print(f"  per-transition functions, seed torch: {rate['seed']:12,.0f} transitions/s ({seed_cost:.1f}x slower)")
     print(
         json.dumps(
             {
-                "batched_transitions_per_s": round(batched_rate),
-                "loop_transitions_per_s": round(loop_rate),
-                "her_speedup_ratio": round(ratio, 2),
+                "batched_transitions_per_s": round(rate["batched"]),
+                "loop_transitions_per_s": round(rate["loop"]),
+                "per_transition_numpy_transitions_per_s": round(rate["numpy"]),
+                "per_transition_seed_transitions_per_s": round(rate["seed"]),
+                "her_speedup_ratio": round(speedup, 2),
+                "per_transition_numpy_cost_ratio": round(numpy_cost, 2),
+                "per_transition_seed_cost_ratio": round(seed_cost, 2),
             }
         )
     )

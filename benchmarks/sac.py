@@ -71,7 +71,7 @@ from stable_baselines3.common.logger import Logger
 from torch import nn
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import policy_class
+from rlpipe.recipes.build import policy_class
 
 OBS_SIZE, ACTION_SIZE, BATCH_SIZE, HIDDEN = 17, 6, 256, [256, 256]
 N_TRANSITIONS = 100_000

@@ -9,7 +9,6 @@ the middleware ``rlpipe train`` runs, minus checkpoints and logging.
 import sys
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     OffPolicyLearner,
@@ -20,6 +19,7 @@ from rlpipe.framework.middleware import (
     nstep_reward_enhancer,
     termination_checker,
 )
+from rlpipe.recipes import build_parts
 
 
 def main(overrides: list[str], preset: str = "cartpole-dqn") -> float:

@@ -9,7 +9,6 @@ goals with goals they actually reached, so even failed episodes teach something.
 import sys
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     EpisodeCollector,
@@ -19,6 +18,7 @@ from rlpipe.framework.middleware import (
     interaction_evaluator,
     termination_checker,
 )
+from rlpipe.recipes import build_parts
 
 
 def main(overrides: list[str]) -> float:

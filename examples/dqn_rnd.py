@@ -12,7 +12,6 @@ trains on the batch ``estimate`` returns (the replay buffer keeps the env's rewa
 import sys
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     OffPolicyLearner,
@@ -24,6 +23,7 @@ from rlpipe.framework.middleware import (
     reward_model_trainer,
     termination_checker,
 )
+from rlpipe.recipes import build_parts
 
 
 def main(overrides: list[str], preset: str = "deepsea-dqn-rnd") -> float:

@@ -10,7 +10,6 @@ after ``random_collect_size`` uniformly random steps. The learner makes
 import sys
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     OffPolicyLearner,
@@ -20,6 +19,7 @@ from rlpipe.framework.middleware import (
     nstep_reward_enhancer,
     termination_checker,
 )
+from rlpipe.recipes import build_parts
 
 
 def main(overrides: list[str], preset: str = "pendulum-sac") -> float:

@@ -1,7 +1,9 @@
 """rlpipe: off-policy reinforcement learning as a pipeline of small middleware."""
+from rlpipe.utils.batched import batched as batched  # a light import: no numpy or torch
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "train"]
+__all__ = ["__version__", "batched", "load", "train"]
 
 
 def __getattr__(name: str) -> object:

@@ -1,7 +1,7 @@
 """The table of algorithms: what each ``policy.type`` is and which config keys it reads.
 
 One :class:`Algorithm` row per ``policy.type`` says which policy class runs it (an import
-path, resolved by ``rlpipe.entry.build``, so this layer imports no policy), the kind of
+path, resolved by ``rlpipe.recipes.build``, so this layer imports no policy), the kind of
 actions it takes, how it explores, how it updates target networks, and the
 ``policy.learn`` / ``policy.model`` / ``policy.collect`` keys it reads besides
 :data:`SHARED_KEYS`. Every place that depends on the algorithm reads its row; nothing

@@ -2,7 +2,7 @@
 
 A :class:`CollectorHalf` owns its vector environments, a copy of the policy that only acts,
 and a :class:`~rlpipe.framework.Task` with the role COLLECTOR running exactly the middleware
-:func:`~rlpipe.entry.pipeline.use_collect_half` adds in a local run (explore, collect,
+:func:`~rlpipe.recipes.pipeline.use_collect_half` adds in a local run (explore, collect,
 n-step). Each :meth:`CollectorHalf.collect` is one iteration of that task, handed back as a
 :class:`Fragment`. Nothing here knows about Ray: the Ray actor is a thin shell around it.
 """
@@ -13,14 +13,15 @@ from typing import Any
 
 from rlpipe.config import Config
 from rlpipe.distributed.fragment import Fragment
-from rlpipe.entry.build import make_policy, make_vector_env, seed_everything
-from rlpipe.entry.pipeline import use_collect_half
 from rlpipe.framework import OnlineRLContext, Role, Task
+from rlpipe.recipes.build import make_policy, seed_everything
+from rlpipe.recipes.envs import make_vector_env
+from rlpipe.recipes.pipeline import use_collect_half
 
 COLLECTOR_SEED_STRIDE = 100_000
 """Collector ``i`` seeds its envs and exploration with ``seed + i * COLLECTOR_SEED_STRIDE``:
 collector 0 acts as a local run would, the others on streams of their own (the evaluator's
-envs use ``seed + 10,000``, see :mod:`rlpipe.entry.build`)."""
+envs use ``seed + 10,000``, see :mod:`rlpipe.recipes.envs`)."""
 
 
 class CollectorHalf:

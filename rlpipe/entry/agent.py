@@ -17,9 +17,10 @@ import numpy as np
 
 from rlpipe.config import Config, load_config
 from rlpipe.config.algorithms import ALGORITHMS, Exploration
-from rlpipe.entry.build import make_env_factory, make_policy
 from rlpipe.entry.evaluate import best_checkpoint
 from rlpipe.policy import Policy
+from rlpipe.recipes.build import make_policy
+from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint
 
 

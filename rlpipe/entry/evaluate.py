@@ -1,14 +1,16 @@
 """``evaluate_run(run_dir)``: reload a finished run and measure its policy."""
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import REEVAL_SEED_OFFSET, make_policy, make_vector_env
 from rlpipe.framework.middleware import evaluate_episodes
+from rlpipe.recipes.build import make_policy
+from rlpipe.recipes.envs import REEVAL_SEED_OFFSET, make_vector_env
 from rlpipe.utils.checkpoint import load_checkpoint
 
 CHECKPOINT_NAMES = {"best": "eval.pth.tar", "final": "final.pth.tar"}
@@ -50,7 +52,7 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | P
     state = load_checkpoint(resolve_checkpoint(run_dir, checkpoint))
     policy = make_policy(cfg)
     policy.load_state_dict(state["policy"])
-    with make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET) as env:
+    with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
         output = evaluate_episodes(policy.eval_mode, env, episodes or cfg.env.n_evaluator_episode)
     returns = output["episode_return"]
     return {

@@ -4,15 +4,12 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlpipe.config import Config, dump_config, load_config
-from rlpipe.entry.build import Parts, build_parts
-from rlpipe.entry.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, summary_tracker
 from rlpipe.envs.vector import worker_report_log
@@ -26,7 +23,9 @@ from rlpipe.framework.middleware import (
     progress_bar,
     restore_checkpoint,
 )
-from rlpipe.policy import Policy
+from rlpipe.recipes.backends import remote_collect_half
+from rlpipe.recipes.build import Parts, build_parts
+from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.utils.checkpoint import CheckpointError
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
@@ -144,7 +143,7 @@ def train(
     ``cfg`` is a :class:`Config`, a preset name, a YAML path or a dict, with ``overrides``
     (``"key.path=value"``) on top, as ``rlpipe train`` takes them; ``run_dir`` defaults to
     :func:`default_run_dir`. ``middleware`` adds your own middleware at the named points of
-    the pipeline (:data:`~rlpipe.entry.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
+    the pipeline (:data:`~rlpipe.recipes.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
     [fn]}``). Everything that can be checked (env id, model sizes, HER settings, the run
     directory, the Ray cluster of ``distributed.backend=ray``) is checked before the run
     directory is created. With ``resume``, ``run_dir``
@@ -192,31 +191,14 @@ def train(
     return tracker.summary
 
 
-@contextmanager
-def remote_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware | None]:
-    """With ``distributed.backend=ray``: collector actors on Ray, and the middleware that feeds
-    their fragments to the learner (:func:`~rlpipe.distributed.ray_collectors.fragment_receiver`);
-    the actors stop at the end. None with the local backend: the collect half runs in this process."""
-    if cfg.distributed.backend == "local":
-        yield None
-        return
-    from rlpipe.distributed import RayCollectors, fragment_receiver, ray_session  # Ray: an optional extra
-
-    with ray_session(cfg.distributed, cfg.distributed.collectors) as ray:
-        collectors = RayCollectors(ray, cfg, policy)
-        try:
-            yield fragment_receiver(collectors)
-        finally:
-            collectors.close()
-
-
 def _run_pipeline(
     parts: Parts, ctx: OnlineRLContext, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker,
     stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None, collect: Middleware | None,
 ) -> None:
     """Add checkpoints, logging and progress to the training pipeline and run from ``ctx`` (an
     earlier run's counters when resumed) until a stop condition (``stop``, first in the
-    pipeline, turns SIGINT and SIGTERM into one). ``collect``: see :func:`remote_collect_half`."""
+    pipeline, turns SIGINT and SIGTERM into one). ``collect``: see
+    :func:`~rlpipe.recipes.backends.remote_collect_half`."""
     cfg = parts.cfg
     if ctx.env_step > 0 and parts.local_collector_env is not None:  # remote collectors reseed themselves
         parts.local_collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones

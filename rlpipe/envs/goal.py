@@ -30,6 +30,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlpipe.utils.batched import batched
+
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 
 __all__ = ["GOAL_KEYS", "FlattenGoalObservation", "GoalLayout", "find_goal_layout"]
@@ -90,6 +92,7 @@ class GoalLayout:
             "desired_goal": x[..., o + g :],
         }
 
+    @batched
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """HER split: ``x [..., size]`` -> (state, desired_goal, achieved_goal).
 
@@ -99,10 +102,12 @@ class GoalLayout:
         o, g = self.obs_dim, self.goal_dim
         return x[..., : o + g], x[..., o + g :], x[..., o : o + g]
 
+    @batched
     def merge(self, state: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """HER merge: state ``[..., O + G]`` and a goal ``[..., G]`` -> flat observation."""
         return np.concatenate([state, goal], axis=-1)
 
+    @batched
     def reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
         """HER goal reward through the env's ``compute_reward`` (relabelled transitions carry no info)."""
         return np.asarray(self.compute_reward(achieved_goal, desired_goal, {}), dtype=np.float32)

@@ -16,7 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rlpipe.config.loader import ConfigError
+from rlpipe.envs.errors import EnvSettingError
 from rlpipe.errors import first_line
 
 WrapperSpec = tuple[type[gym.Wrapper], Mapping[str, Any]]
@@ -31,36 +31,37 @@ def split_module_id(env_id: str) -> tuple[str | None, str]:
     return (module, bare) if sep else (None, env_id)
 
 
-def import_env_modules(modules: Sequence[str], key: str = "env.import") -> None:
-    """Import each module (they register their environments); one line naming ``key`` when one fails."""
+def import_env_modules(modules: Sequence[str], setting: str = "imports") -> None:
+    """Import each module (they register their environments); an :class:`EnvSettingError` naming
+    ``setting`` (where the module was named) when one fails."""
     for module in modules:
         try:
             importlib.import_module(module)
         except Exception as err:  # a user's module may fail in any way while importing
             reason = first_line(err)
-            raise ConfigError(f"config key '{key}': cannot import module '{module}' ({reason})") from None
+            raise EnvSettingError(f"cannot import module '{module}' ({reason})", setting) from None
 
 
-def _wrapper_class(path: str, key: str) -> type[gym.Wrapper]:
+def _wrapper_class(path: str, setting: str) -> type[gym.Wrapper]:
     if "." not in path and ":" not in path:
         found = getattr(gym.wrappers, path, None)
         if found is None:
-            raise ConfigError(f"config key '{key}': gymnasium.wrappers has no wrapper '{path}' "
-                              "(give a dotted path, e.g. my_pkg.wrappers.MyWrapper)")
+            raise EnvSettingError(f"gymnasium.wrappers has no wrapper '{path}' "
+                                  "(give a dotted path, e.g. my_pkg.wrappers.MyWrapper)", setting)
     else:
         module, _, name = path.replace(":", ".").rpartition(".")
-        import_env_modules([module], key)
+        import_env_modules([module], setting)
         found = getattr(importlib.import_module(module), name, None)
         if found is None:
-            raise ConfigError(f"config key '{key}': module '{module}' has no '{name}'")
+            raise EnvSettingError(f"module '{module}' has no '{name}'", setting)
     if not (isinstance(found, type) and issubclass(found, gym.Wrapper)):
-        raise ConfigError(f"config key '{key}': '{path}' is not a gymnasium wrapper class")
+        raise EnvSettingError(f"'{path}' is not a gymnasium wrapper class", setting)
     return found
 
 
 def resolve_wrappers(wrappers: Sequence[Mapping[str, Any]]) -> list[WrapperSpec]:
     """``[{"type": PATH, "kwargs": {...}}, ...]`` -> wrapper classes with their kwargs, checked now."""
-    return [(_wrapper_class(spec["type"], f"env.wrappers[{i}].type"), dict(spec.get("kwargs") or {}))
+    return [(_wrapper_class(spec["type"], f"wrappers[{i}].type"), dict(spec.get("kwargs") or {}))
             for i, spec in enumerate(wrappers)]
 
 
@@ -70,7 +71,6 @@ def apply_wrappers(env: gym.Env, wrappers: Sequence[WrapperSpec]) -> gym.Env:
         try:
             env = cls(env, **kwargs)
         except (TypeError, ValueError) as err:
-            raise ConfigError(f"config key 'env.wrappers[{i}]': {cls.__name__}(**{dict(kwargs)}) failed "
-                              f"({first_line(err)})"
-                              ) from None
+            raise EnvSettingError(f"{cls.__name__}(**{dict(kwargs)}) failed ({first_line(err)})",
+                                  f"wrappers[{i}]") from None
     return env

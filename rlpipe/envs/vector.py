@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,25 +26,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlpipe.config.loader import ConfigError
 from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode, final_success
-from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
-from rlpipe.envs.minigrid import (
-    MINIGRID_ID_PREFIXES,
-    FlattenMiniGridImage,
-    ReportMiniGridSuccess,
-    import_minigrid,
-    is_minigrid_env,
-)
+from rlpipe.envs.factory import EnvFactory
 from rlpipe.envs.nonfinite import NonFiniteGuard
-from rlpipe.envs.recovery import RecreateOnError
-from rlpipe.envs.registration import register_envs
-from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
-from rlpipe.envs.user_envs import apply_wrappers, import_env_modules, resolve_wrappers, split_module_id
-from rlpipe.errors import EnvironmentFailedError, MissingDependencyError, first_line
+from rlpipe.errors import EnvironmentFailedError
 from rlpipe.utils.batch import FAILED_STEP
 
-EnvFactory = Callable[[], gym.Env]
 logger = logging.getLogger(__name__)
 worker_report_log = logging.getLogger("rlpipe.envs.worker_reports")
 """Where gymnasium's reports of a subprocess env's error (its whole traceback) go instead of the
@@ -111,95 +98,6 @@ def _kill_workers(env: AsyncVectorEnv) -> None:
     for process in env.processes:
         process.join()
     env.closed = True  # nothing left for close() or __del__ to do
-
-
-ENV_PACKAGES: tuple[tuple[tuple[str, ...], Callable[[str], None]], ...] = (
-    (MINIGRID_ID_PREFIXES, import_minigrid),
-    (ROBOTICS_ID_PREFIXES, import_robotics),
-)
-"""Env id prefixes of optional packages, and the function that imports each (registering its envs)."""
-
-
-def _package_importer(env_id: str) -> Callable[[str], None] | None:
-    """The importer of the optional package whose envs ``env_id`` names, if any."""
-    return next((importer for prefixes, importer in ENV_PACKAGES if env_id.startswith(prefixes)), None)
-
-
-def is_goal_env(env: gym.Env) -> bool:
-    """Whether ``env`` observes a goal dict (``observation``, ``achieved_goal``, ``desired_goal``)."""
-    space = env.observation_space
-    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == set(GOAL_KEYS)
-
-
-def _bounded(space: gym.spaces.Box) -> bool:
-    return bool(np.isfinite(space.low).all() and np.isfinite(space.high).all())
-
-
-def env_factory(env_id: str, env_kwargs: dict[str, Any] | None = None, max_episode_steps: int | None = None,
-                imports: Sequence[str] = (), wrappers: Sequence[Mapping[str, Any]] = ()) -> EnvFactory:
-    """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
-
-    Your own environments (:mod:`rlpipe.envs.user_envs`): ``imports`` are modules imported
-    first (they register envs), ``env_id`` may be ``module:EnvId``, and ``wrappers``
-    (``[{"type": ..., "kwargs": ...}]``) wrap each env right after ``gym.make``.
-
-    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
-    MiniGrid environments by :class:`FlattenMiniGridImage`, with ``is_success`` reported by
-    :class:`ReportMiniGridSuccess`. The ids of optional packages (:data:`ENV_PACKAGES`:
-    ``MiniGrid-``/``BabyAI-``, Gymnasium-Robotics' ``Fetch``, ``PointMaze_``, ...) import that
-    package, which registers them.
-    A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
-    the one place where actions meet the env's bounds, so policies, buffers and random
-    collection all work in [-1, 1]. Every environment is recreated when it crashes
-    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid,
-    Gymnasium-Robotics) is a one-line :class:`MissingDependencyError` naming the extra to install.
-    """
-    register_envs()
-    module, env_id = split_module_id(env_id)
-    import_env_modules(imports, "env.import")
-    import_env_modules([module] if module else [], "env.env_id")
-    modules = [*imports, *([module] if module else [])]
-    user_wrappers = resolve_wrappers(wrappers)
-    import_package = _package_importer(env_id)
-    if import_package is not None:
-        import_package(env_id)
-    if env_id not in gym.registry:
-        import difflib
-
-        hint = difflib.get_close_matches(env_id, list(gym.registry), n=1)
-        did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
-        raise ConfigError(f"config key 'env.env_id': unknown gymnasium environment '{env_id}'{did_you_mean}")
-    kwargs = dict(env_kwargs or {})
-    if max_episode_steps is not None:
-        kwargs["max_episode_steps"] = max_episode_steps
-
-    def make_one() -> gym.Env:
-        # again here: a spawned worker process starts with gymnasium's own registry
-        import_env_modules(modules)
-        if import_package is not None:
-            import_package(env_id)
-        try:
-            env = gym.make(env_id, **kwargs)
-        except gym.error.DependencyNotInstalled as err:
-            raise MissingDependencyError(
-                f"env '{env_id}' needs a package that is not installed ({first_line(err)}); "
-                "MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
-            ) from None
-        env = apply_wrappers(env, user_wrappers)
-        if is_goal_env(env):
-            env = FlattenGoalObservation(env)
-        elif is_minigrid_env(env):
-            env = FlattenMiniGridImage(ReportMiniGridSuccess(env))
-        space = env.action_space
-        if isinstance(space, gym.spaces.Box) and _bounded(space):
-            unit = np.ones(space.shape, dtype=space.dtype)
-            env = gym.wrappers.RescaleAction(env, -unit, unit)
-        return env
-
-    def make() -> gym.Env:
-        return RecreateOnError(make_one)
-
-    return make
 
 
 class VectorEnvManager:

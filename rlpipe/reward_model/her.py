@@ -11,16 +11,22 @@ Strategies for the new goal of the transition at step ``t`` of an episode of len
 - ``future``:  ``g`` uniform in ``[t, T - 1]`` (a goal reached at or after this step);
 - ``episode``: ``g`` uniform in ``[0, T - 1]``.
 
-Goal functions (all broadcast over leading axes, so the same functions serve one
-transition and a whole batch):
+Goal functions, written for one transition as in the seed (DI-engine calls them once per
+transition):
 
-- ``split_func(x [..., D]) -> (state [..., S], desired_goal [..., G], achieved_goal [..., G])``
-- ``merge_func(state [..., S], goal [..., G]) -> x [..., D]``
-- ``goal_reward_func(achieved_goal [..., G], desired_goal [..., G]) -> reward [...]``
+- ``split_func(x [D]) -> (state [S], desired_goal [G], achieved_goal [G])``
+- ``merge_func(state [S], goal [G]) -> x [D]``
+- ``goal_reward_func(achieved_goal [G], desired_goal [G]) -> reward`` (a number, a bool, or a
+  0-d or 1-element array or tensor)
 
-The defaults read ``x = concat(state, desired_goal)`` in equal halves with the achieved goal
-equal to the state (bit flip) and reward 1.0 when the achieved goal equals the goal, else 0.
-:class:`rlpipe.envs.goal.GoalLayout` provides them for dict-observation goal envs.
+A user's functions are called so, once per row (see :mod:`rlpipe.reward_model.goal_functions`),
+unless they are batched: ``HerRewardModel(..., batched=True)``, or a function marked with
+:func:`rlpipe.batched`, is called once on the whole batch with a leading axis ``[B, ...]`` and
+returns ``[B, ...]`` (rewards ``[B]``). The defaults are batched and read
+``x = concat(state, desired_goal)`` in equal halves with the achieved goal equal to the state
+(bit flip) and reward 1.0 when the achieved goal equals the goal, else 0, as the seed's
+defaults do for one observation. :class:`rlpipe.envs.goal.GoalLayout` provides batched
+functions for dict-observation goal envs.
 
 Termination. With ``terminal_on_success=True`` (default) a relabelled transition is terminal
 exactly when its new reward is positive: in an env that ends the episode on reaching the
@@ -40,14 +46,17 @@ success at 30k env steps where the seed's all-relabelled setting reached about 0
 Two entry points share one vectorised core: :meth:`HerRewardModel.estimate` (the seed's
 per-episode call returning lists of transition dicts) and
 :meth:`HerRewardModel.relabel_batch` (many episodes into one columnar batch, used by the
-learner). Neither loops over transitions in Python except to build the seed's dicts.
+learner). Neither loops over transitions in Python except to build the seed's dicts and to
+call per-transition goal functions. Both draw the same random numbers whichever way the
+functions are called, so per-transition functions and their batched equivalents give the
+same batch for the same generator.
 
 The caller's types. The core works on numpy columns. Episodes of torch tensors (the seed's
 data) are read as numpy views once, on entry; the goal functions the caller gives receive
-tensors (``torch.from_numpy`` views of the core's arrays, on the CPU) and may return tensors,
-arrays or Python scalars; every output field the caller gave as a tensor comes back as a
-tensor of that field's dtype, per-row shape (a reward given as ``[1]`` stays ``[1]``) and
-device. The default goal functions are numpy and serve either kind. Numpy episodes take the
+tensors (``torch.from_numpy`` views of the core's arrays or their rows, on the CPU) and may
+return tensors, arrays or Python scalars; every output field the caller gave as a tensor
+comes back as a tensor of that field's dtype, per-row shape (a reward given as ``[1]`` stays
+``[1]``) and device. The default goal functions are numpy and serve either kind. Numpy episodes take the
 core's path untouched.
 """
 
@@ -61,15 +70,23 @@ import numpy as np
 import torch
 
 from rlpipe.reward_model.base import BaseRewardModel
+from rlpipe.reward_model.goal_functions import (
+    GoalRewardFunc,
+    MergeFunc,
+    SplitFunc,
+    as_numpy,
+    numpy_rows,
+    per_row_merge,
+    per_row_reward,
+    per_row_split,
+    tensor_batched,
+    tensor_rows,
+)
 from rlpipe.utils.batch import Batch
+from rlpipe.utils.batched import batched, is_batched
 
 HER_STRATEGIES = ("final", "future", "episode")
 
-# Goal functions take and return arrays of the episode's kind: numpy arrays, or torch tensors
-# for tensor episodes (see "The caller's types" in the module docstring).
-SplitFunc = Callable[[Any], tuple[Any, Any, Any]]
-MergeFunc = Callable[[Any, Any], Any]
-GoalRewardFunc = Callable[[Any, Any], Any]
 Episode = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 __all__ = [
@@ -81,6 +98,7 @@ __all__ = [
 ]
 
 
+@batched
 def split_state_goal(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Default split: ``x = concat(state, desired_goal)`` in halves; achieved goal = state."""
     size = x.shape[-1] if x.ndim else 0
@@ -93,11 +111,13 @@ def split_state_goal(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return state, x[..., size // 2 :], state
 
 
+@batched
 def merge_state_goal(state: np.ndarray, goal: np.ndarray) -> np.ndarray:
     """Default merge: ``concat(state, goal)`` on the last axis."""
     return np.concatenate([state, goal], axis=-1)
 
 
+@batched
 def equal_goal_reward(achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
     """Default goal reward: 1.0 where the achieved goal equals the goal exactly, else 0.0."""
     return np.all(achieved_goal == desired_goal, axis=-1).astype(np.float32)
@@ -120,21 +140,12 @@ def _optional_positive_int(key: str, value: Any) -> int | None:
     return None if value is None else _positive_int(key, value)
 
 
-def _as_numpy(value: Any) -> np.ndarray:
-    """A numpy array of an array, a tensor (a view when it is on the CPU) or a Python value."""
-    if isinstance(value, np.ndarray):  # first: the pipeline's own data, on the hot path
-        return value
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    return np.asarray(value)
-
-
 class _TensorEdge:
     """Where a caller's torch tensors meet the numpy core (see "The caller's types" above).
 
     Remembers, from the caller's episode, the dtype and per-row shape of each tensor field
-    and the device; :meth:`wrap` adapts a goal function written for tensors to numpy in and
-    out, and :meth:`restore` turns the core's output columns back into the caller's types.
+    and the device; :meth:`restore` turns the core's output columns back into the caller's
+    types.
     """
 
     def __init__(self, first: Mapping[str, Any], columnar: bool) -> None:
@@ -154,18 +165,6 @@ class _TensorEdge:
         else:
             first, columnar = episode[0], False
         return cls(first, columnar) if isinstance(first["obs"], torch.Tensor) else None
-
-    @staticmethod
-    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-        """``func`` called with tensor views of numpy arrays; its result(s) as numpy arrays."""
-
-        def on_numpy(*arrays: np.ndarray) -> Any:
-            result = func(*(torch.from_numpy(array) for array in arrays))
-            if isinstance(result, (tuple, list)):
-                return tuple(_as_numpy(part) for part in result)
-            return _as_numpy(result)
-
-        return on_numpy
 
     def restore(self, batch: Batch) -> dict[str, Any]:
         """Columns as the caller gave them: tensors of the input dtype, row shape and device.
@@ -191,14 +190,14 @@ class _TensorEdge:
 def _episode_columns(episode: Episode, name: str) -> dict[str, np.ndarray]:
     """One episode as columns with leading time dim T, from columns or a list of transition dicts."""
     if isinstance(episode, Mapping):
-        columns = {key: _as_numpy(value) for key, value in episode.items()}
+        columns = {key: as_numpy(value) for key, value in episode.items()}
     elif isinstance(episode, Sequence) and not isinstance(episode, (str, bytes)):
         if len(episode) == 0:
             raise ValueError(f"{name} is empty: there is nothing to relabel")
         keys = list(episode[0])
         if any(transition.keys() != episode[0].keys() for transition in episode):
             raise ValueError(f"{name}: every transition must have the fields {sorted(keys)}")
-        columns = {key: np.stack([_as_numpy(tr[key]) for tr in episode]) for key in keys}
+        columns = {key: np.stack([as_numpy(tr[key]) for tr in episode]) for key in keys}
     else:
         raise TypeError(
             f"{name} must be a dict of arrays or a list of transition dicts, got {type(episode).__name__}"
@@ -231,6 +230,11 @@ class HerRewardModel(BaseRewardModel):
     None: all of them) and ``relabel_prob`` (share of returned transitions given a hindsight
     goal, default 1.0; see "Original goals" in the module docstring).
 
+    ``merge_func``, ``split_func`` and ``goal_reward_func`` (here or per call; None: the
+    batched defaults) are called once per transition, as the seed calls them, unless
+    ``batched=True`` or the function is marked with :func:`rlpipe.batched`; then once per
+    batch (see the module docstring).
+
     ``cuda`` is accepted for the seed's signature: relabelling is numpy on the CPU and the
     policy moves the batch to its device.
     """
@@ -244,6 +248,7 @@ class HerRewardModel(BaseRewardModel):
         split_func: SplitFunc | None = None,
         goal_reward_func: GoalRewardFunc | None = None,
         terminal_on_success: bool = True,
+        batched: bool = False,
     ) -> None:
         strategy = _cfg_value(cfg, "her_strategy", "future")
         if strategy not in HER_STRATEGIES:
@@ -266,6 +271,7 @@ class HerRewardModel(BaseRewardModel):
         self._split_func = split_func
         self._goal_reward_func = goal_reward_func
         self._terminal_on_success = terminal_on_success
+        self._batched = batched
         self._relabel_prob = float(relabel_prob)
         self._rng = np.random.default_rng()
 
@@ -344,21 +350,28 @@ class HerRewardModel(BaseRewardModel):
         split_func: SplitFunc | None,
         goal_reward_func: GoalRewardFunc | None,
     ) -> tuple[MergeFunc, SplitFunc, GoalRewardFunc]:
-        """The call's functions, else the model's, else the (numpy) defaults; the caller's
-        functions get the caller's types through ``edge``."""
+        """The call's functions, else the model's, else the (numpy, batched) defaults, as
+        batched numpy functions for the core: a caller's function is called per row unless it
+        is batched, with arrays of the caller's kind (tensors when ``edge`` is set)."""
+        rows = numpy_rows if edge is None else tensor_rows
 
         def pick(
-            call: Callable[..., Any] | None, model: Callable[..., Any] | None, default: Callable[..., Any]
+            call: Callable[..., Any] | None,
+            model: Callable[..., Any] | None,
+            default: Callable[..., Any],
+            per_row: Callable[..., Callable[..., Any]],
         ) -> Callable[..., Any]:
             func = call or model
             if func is None:
                 return default
-            return func if edge is None else edge.wrap(func)
+            if self._batched or is_batched(func):
+                return func if edge is None else tensor_batched(func)
+            return per_row(func, rows)
 
         return (
-            pick(merge_func, self._merge_func, merge_state_goal),
-            pick(split_func, self._split_func, split_state_goal),
-            pick(goal_reward_func, self._goal_reward_func, equal_goal_reward),
+            pick(merge_func, self._merge_func, merge_state_goal, per_row_merge),
+            pick(split_func, self._split_func, split_state_goal, per_row_split),
+            pick(goal_reward_func, self._goal_reward_func, equal_goal_reward, per_row_reward),
         )
 
     def _relabel(
@@ -377,21 +390,24 @@ class HerRewardModel(BaseRewardModel):
         g = self._goal_steps(t, T, rng)
         rows, goal_rows = starts[episode_of] + t, starts[episode_of] + g
 
-        state, desired_goal, _ = split(data["obs"])
-        next_state, _, next_achieved = split(data["next_obs"])
-        new_goal = next_achieved[goal_rows]
+        (state, desired_goal, _), at = _split_needed(split, data["obs"], rows)
+        (next_state, _, next_achieved), next_at = _split_needed(split, data["next_obs"], rows, goal_rows)
+        new_goal = next_achieved[next_at[goal_rows]]
         if self._relabel_prob < 1.0:
             keep = rng.random(len(rows)) >= self._relabel_prob
-            new_goal[keep] = desired_goal[rows[keep]]
-        obs = merge(state[rows], new_goal)
-        next_obs = merge(next_state[rows], new_goal)
+            new_goal[keep] = desired_goal[at[rows[keep]]]
+        obs = merge(state[at[rows]], new_goal)
+        next_obs = merge(next_state[next_at[rows]], new_goal)
         if obs.shape[1:] != data["obs"].shape[1:]:
             raise ValueError(
                 f"merge_func made observations of shape {obs.shape[1:]}, expected {data['obs'].shape[1:]}"
             )
-        reward = np.asarray(goal_reward(next_achieved[rows], new_goal), dtype=np.float32)
+        reward = np.asarray(goal_reward(next_achieved[next_at[rows]], new_goal), dtype=np.float32)
         if reward.shape != rows.shape:
-            raise ValueError(f"goal_reward_func returned shape {reward.shape}, expected {rows.shape}")
+            raise ValueError(
+                f"goal_reward_func returned shape {reward.shape}, expected {rows.shape} "
+                "(a batched function returns one reward per row)"
+            )
 
         relabelled = {
             "obs": obs.astype(data["obs"].dtype, copy=False),
@@ -420,6 +436,25 @@ class HerRewardModel(BaseRewardModel):
         if self._strategy == "future":
             return rng.integers(t, T)
         return rng.integers(0, T)
+
+
+def _split_needed(
+    split: SplitFunc, column: np.ndarray, *row_sets: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """``split`` of the rows of ``column`` that ``row_sets`` name, each distinct row once.
+
+    Returns the parts over those rows and where each row of ``column`` sits in them (index a
+    part with ``at[rows]``). When every row is needed (whole episodes) the column is split as
+    it is; otherwise only the needed rows are, which spares a per-transition ``split_func``
+    the calls for rows never drawn (``sample_per_episode``).
+    """
+    needed = np.zeros(len(column), dtype=bool)
+    for rows in row_sets:
+        needed[rows] = True
+    if needed.all():
+        return tuple(split(column)), np.arange(len(column))
+    at = np.cumsum(needed) - 1
+    return tuple(split(column[needed])), at
 
 
 def _row(column: Any, i: int) -> Any:

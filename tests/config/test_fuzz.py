@@ -10,7 +10,7 @@ import pytest
 
 from rlpipe.config import ConfigError, load_config
 from rlpipe.config.describe import describe_config
-from rlpipe.entry.build import check_buffer_fits
+from rlpipe.recipes.build import check_buffer_fits
 
 BAD_VALUES = {  # values each kind of key must refuse
     "int": ["abc", "[1, 2]", "{a: 1}", "1.5", "true"],

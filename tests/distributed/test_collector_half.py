@@ -10,9 +10,9 @@ import torch
 from rlpipe.config import ConfigError, load_config
 from rlpipe.distributed import CollectorHalf, import_ray
 from rlpipe.distributed.fragment import merge_episode_figures
-from rlpipe.entry.build import build_parts
 from rlpipe.errors import MissingDependencyError
 from rlpipe.framework.middleware.functional.explorer import epsilon_schedule
+from rlpipe.recipes.build import build_parts
 from tests.cli_errors import one_line_error
 from tests.distributed.conftest import closed_loopback_port
 

@@ -15,9 +15,9 @@ from rlpipe.config import load_config
 from rlpipe.distributed import Fragment, RayCollectors, fragment_receiver
 from rlpipe.distributed.fragment import merge_episode_figures
 from rlpipe.entry import train
-from rlpipe.entry.build import build_parts
-from rlpipe.entry.pipeline import use_training_pipeline
 from rlpipe.framework import OnlineRLContext, Task
+from rlpipe.recipes.build import build_parts
+from rlpipe.recipes.pipeline import use_training_pipeline
 
 pytestmark = pytest.mark.ray
 

@@ -11,7 +11,7 @@ import rlpipe
 from rlpipe.cli.main import main
 from rlpipe.config import load_config
 from rlpipe.entry.agent import Agent
-from rlpipe.entry.build import make_policy
+from rlpipe.recipes.build import make_policy
 
 COMMON = ["run.progress=false", "policy.collect.n_sample=32", "policy.learn.batch_size=16",
           "policy.eval.evaluator.eval_freq=20", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",

@@ -10,13 +10,13 @@ import pytest
 from rlpipe.config import ConfigError, load_config
 from rlpipe.config.algorithms import ALGORITHMS, ActionKind, Exploration
 from rlpipe.data import DequeBuffer
-from rlpipe.entry import build
-from rlpipe.entry.build import build_parts, check_buffer_fits, make_policy, policy_class
-from rlpipe.entry.pipeline import use_collect_half
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.framework.middleware.functional import TrainingDivergedError
 from rlpipe.policy import CrossQPolicy, DDPGPolicy, DQNPolicy, SACPolicy, TD3Policy
+from rlpipe.recipes import build
+from rlpipe.recipes.build import build_parts, check_buffer_fits, make_policy, policy_class
+from rlpipe.recipes.pipeline import use_collect_half
 
 SMALL = ["env.collector_env_num=2", "env.evaluator_env_num=1", "policy.collect.n_sample=2",
          "policy.learn.batch_size=4", "policy.random_collect_size=0"]

@@ -9,10 +9,10 @@ import torch
 
 from rlpipe.cli.main import main
 from rlpipe.config import ConfigError, load_config
-from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import StepCollector
 from rlpipe.policy import CrossQPolicy, DDPGPolicy, SACPolicy, TD3Policy
+from rlpipe.recipes.build import build_parts
 from rlpipe.utils.checkpoint import load_checkpoint
 
 TINY = ["run.progress=false", "policy.random_collect_size=64", "policy.collect.n_sample=32",

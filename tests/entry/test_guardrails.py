@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from rlpipe.config import ConfigError, load_config
-from rlpipe.entry.build import build_parts
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import OffPolicyLearner, StepCollector
 from rlpipe.framework.middleware.learner import IDLE_ITERATIONS_WARNING
+from rlpipe.recipes.build import build_parts
 
 SMALL = ["env.collector_env_num=2", "env.evaluator_env_num=1", "policy.collect.n_sample=2",
          "policy.learn.batch_size=4"]

@@ -5,8 +5,8 @@ import pytest
 
 from rlpipe.config import ConfigError, load_config
 from rlpipe.entry import train
-from rlpipe.entry.build import build_parts
 from rlpipe.framework.middleware import latest_checkpoint
+from rlpipe.recipes.build import build_parts
 from rlpipe.utils.metrics import read_metrics
 
 SHORT = ["env.env_kwargs.size=6", "run.max_env_step=600", "run.progress=false", "run.log_freq=20",

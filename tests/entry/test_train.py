@@ -10,10 +10,10 @@ from gymnasium import spaces
 
 from rlpipe.config import load_config
 from rlpipe.entry import train
-from rlpipe.entry.build import build_parts
 from rlpipe.envs import VectorEnvManager, env_factory, find_goal_layout
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import EpisodeCollector
+from rlpipe.recipes.build import build_parts
 from rlpipe.utils.metrics import read_metrics
 from tests.goal_envs import POINT_ID
 

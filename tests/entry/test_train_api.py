@@ -7,7 +7,7 @@ import pytest
 
 import rlpipe
 from rlpipe.config import ConfigError
-from rlpipe.entry.pipeline import INSERTION_POINTS
+from rlpipe.recipes.pipeline import INSERTION_POINTS
 from tests.tiny_run import TINY_RUN
 
 TINY = TINY_RUN

@@ -108,7 +108,7 @@ def test_a_worker_that_died_between_calls_is_restarted_and_close_still_works() -
 
 def test_subprocess_envs_from_a_config_watch_their_workers_by_default() -> None:
     from rlpipe.config import load_config
-    from rlpipe.entry.build import ASYNC_STEP_TIMEOUT_S, make_vector_env
+    from rlpipe.recipes.envs import ASYNC_STEP_TIMEOUT_S, make_vector_env
 
     env = make_vector_env(load_config("cartpole-dqn", ["env.asynchronous=true"]), 2, seed=0)
     try:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from rlpipe.config import load_config
-from rlpipe.entry.build import build_parts
-from rlpipe.entry.pipeline import use_training_pipeline
 from rlpipe.framework import Task
+from rlpipe.recipes.build import build_parts
+from rlpipe.recipes.pipeline import use_training_pipeline
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PRESETS = {"dqn": "cartpole-dqn", "dqn_per": "cartpole-dqn-per", "dqn_her": "bitflip-her-dqn", "sac": "pendulum-sac",

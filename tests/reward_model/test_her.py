@@ -292,5 +292,6 @@ def test_bad_episodes_are_one_clear_error():
         her.relabel_batch([ep, {k: v for k, v in ep.items() if k != "action"}], rng)
     with pytest.raises(TypeError, match="dict of arrays or a list of transition dicts"):
         her.estimate(np.zeros((4, 4)), rng=rng)
+    batched = HerRewardModel({"her_strategy": "future"}, batched=True)
     with pytest.raises(ValueError, match=r"goal_reward_func returned shape \(\), expected \(4,\)"):
-        her.estimate(ep, goal_reward_func=lambda a, g: np.float32(0), rng=rng)
+        batched.estimate(ep, goal_reward_func=lambda a, g: np.float32(0), rng=rng)

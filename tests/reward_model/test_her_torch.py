@@ -128,7 +128,7 @@ def test_default_functions_and_functions_given_at_construction_serve_tensor_epis
         assert all(isinstance(y[key], torch.Tensor) and torch.equal(x[key], y[key]) for key in x)
 
 
-def test_tensor_functions_may_return_numpy_arrays_or_python_scalars():
+def test_batched_tensor_functions_may_return_numpy_arrays_or_python_scalars():
     def reward(achieved, desired):  # a per-row Python float list, not a tensor
         return [float(row) for row in (achieved == desired).all(-1)]
 
@@ -138,7 +138,7 @@ def test_tensor_functions_may_return_numpy_arrays_or_python_scalars():
     def split(x):
         return x[..., :2], x[..., 2:], x[..., :2]
 
-    her = HerRewardModel({"her_strategy": "final"})
+    her = HerRewardModel({"her_strategy": "final"}, batched=True)
     [relabelled] = her.estimate(tensor_episode(2, 5), merge, split, reward, rng=np.random.default_rng(0))
     assert all(isinstance(tr[key], torch.Tensor) for tr in relabelled for key in tr)
     assert [tr["reward"].item() for tr in relabelled] == [0.0, 0.0, 0.0, 0.0, 1.0]

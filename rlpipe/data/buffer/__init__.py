@@ -1,6 +1,22 @@
-"""Replay buffers: the Buffer contract, the ring-storage DequeBuffer and buffer middleware."""
+"""Replay buffers: the Buffer contract, what middleware need of a buffer (SlotBuffer), the
+ring-storage DequeBuffer and buffer middleware."""
 
-from rlpipe.data.buffer.base import Buffer, BufferedData, BufferMiddleware, SampledBatch
+from rlpipe.data.buffer.base import (
+    Buffer,
+    BufferedData,
+    BufferMiddleware,
+    SampledBatch,
+    SavableBuffer,
+    SlotBuffer,
+)
 from rlpipe.data.buffer.deque_buffer import DequeBuffer
 
-__all__ = ["Buffer", "BufferMiddleware", "BufferedData", "DequeBuffer", "SampledBatch"]
+__all__ = [
+    "Buffer",
+    "BufferMiddleware",
+    "BufferedData",
+    "DequeBuffer",
+    "SampledBatch",
+    "SavableBuffer",
+    "SlotBuffer",
+]

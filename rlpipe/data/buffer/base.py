@@ -1,4 +1,5 @@
-"""The buffer contract: items, sampled batches, and the middleware chain every buffer runs.
+"""The buffer contract: items, sampled batches, the middleware chain every buffer runs, and what
+middleware (:class:`SlotBuffer`) and saving (:class:`SavableBuffer`) need of a buffer.
 
 Glossary
 --------
@@ -10,6 +11,10 @@ middleware
     (``action`` is the operation's name). It may change the arguments, call ``chain`` (the
     rest of the chain, ending in the buffer's own implementation) and change the result.
     The first middleware added with :meth:`Buffer.use` is the outermost.
+slot
+    A position ``0 <= slot < size`` in a buffer's preallocated columns. An item keeps its
+    slot while it is stored; middleware that keep per-item state (priorities, use counts)
+    keep it in arrays of ``size`` entries indexed by slot (see :class:`SlotBuffer`).
 priority
     How likely prioritized replay draws an item. Only a middleware keeps priorities (the one
     that declares ``updates_priority``, e.g. ``PriorityExperienceReplay``); a learner sets them
@@ -22,10 +27,15 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import torch
+
+from rlpipe.data.buffer.storage import Located
+
+if TYPE_CHECKING:
+    from rlpipe.data.buffer.storage import RingStorage
 
 Chain = Callable[..., Any]
 Middleware = Callable[..., Any]
@@ -78,6 +88,40 @@ def priority_array(priority: Any, shape: tuple[int, ...]) -> np.ndarray:
     )
 
 
+def batch_length(batch: Mapping[str, Any], name: str = "batch") -> int:
+    """The common leading dimension of ``batch``'s fields; ValueError naming a field that differs."""
+    if not isinstance(batch, Mapping) or not batch:
+        raise ValueError(f"{name} must be a non-empty mapping of field name to array")
+    length = None
+    for key, value in batch.items():
+        shape = value.shape if isinstance(value, np.ndarray) else np.shape(value)
+        if not shape:
+            raise ValueError(f"{name} field '{key}' has no batch dimension (shape ())")
+        if length is None:
+            length = shape[0]
+        elif shape[0] != length:
+            raise ValueError(f"{name} field '{key}' has {shape[0]} rows, other fields have {length}")
+    return int(length)  # type: ignore[arg-type]
+
+
+def check_size(
+    size: int, available: int, replace: bool, ignore_insufficient: bool, what: str = "items"
+) -> int:
+    """How many to draw: ``size``, or fewer with ``ignore_insufficient``; else ValueError naming both."""
+    if size < 0:
+        raise ValueError(f"sample size must be >= 0, got {size}")
+    if replace:
+        if size > 0 and available == 0:
+            if ignore_insufficient:
+                return 0
+            raise ValueError(f"cannot sample {size} {what} with replacement: 0 available")
+    elif size > available:
+        if ignore_insufficient:
+            return available
+        raise ValueError(f"cannot sample {size} {what} without replacement: only {available} available")
+    return size
+
+
 @dataclass
 class BufferedData:
     """One stored item as the item API returns it: the data, its index and its meta dict."""
@@ -96,6 +140,80 @@ class SampledBatch(NamedTuple):
 
     data: dict[str, Any]
     indices: np.ndarray
+
+
+def flat_items(result: list[Any]) -> list[BufferedData]:
+    """The items of a ``sample`` result (a list of items, or of groups or runs of them), in order."""
+    return [item for entry in result for item in (entry if isinstance(entry, list) else [entry])]
+
+
+@runtime_checkable
+class SlotBuffer(Protocol):
+    """What buffer middleware need of the buffer they are used on (``DequeBuffer`` is one).
+
+    Items are named by their index (id) and live in a slot (see the glossary). The slot
+    methods read the buffer's state without taking its lock: middleware call them from
+    inside a chain, which runs under it.
+    """
+
+    @property
+    def size(self) -> int:
+        """Number of slots: every slot is in ``range(size)``."""
+        ...
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The buffer's sampling generator (a middleware that draws uses it, so one seed fixes a run)."""
+        ...
+
+    @property
+    def holds_tensors(self) -> bool:
+        """Whether the buffer returns torch tensors for data fields (some were pushed as tensors)."""
+        ...
+
+    def count(self) -> int:
+        """Number of stored items."""
+        ...
+
+    def delete(self, index: Any) -> None:
+        """Remove the items with these indices, through the whole middleware chain."""
+        ...
+
+    def locate(self, ids: np.ndarray) -> Located:
+        """Slots of ``ids`` (flattened) and whether each still names a stored item."""
+        ...
+
+    def ids_at(self, slots: np.ndarray) -> np.ndarray:
+        """The indices of the items at ``slots`` (stored ones; any shape)."""
+        ...
+
+    def ordered_slots(self) -> np.ndarray:
+        """Slots of the stored items, oldest first."""
+        ...
+
+    def meta_column(self, key: str, slots: np.ndarray) -> np.ndarray:
+        """Meta ``key`` of the items at ``slots``; ValueError naming ``key`` if some lack it."""
+        ...
+
+
+@runtime_checkable
+class SavableBuffer(Protocol):
+    """What :mod:`rlpipe.data.buffer.persist` needs of a buffer to save and load it."""
+
+    @property
+    def storage(self) -> RingStorage:
+        """The ring storage whose items, ids and ring position are saved."""
+        ...
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The sampling generator, whose state is saved."""
+        ...
+
+    @property
+    def middleware(self) -> list[Middleware]:
+        """The chain, outermost first (the stateful ones' state is saved)."""
+        ...
 
 
 class BufferMiddleware:

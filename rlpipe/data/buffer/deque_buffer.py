@@ -14,45 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from rlpipe.data.buffer.base import Buffer, BufferedData, SampledBatch, index_array
+from rlpipe.data.buffer.base import (
+    Buffer,
+    BufferedData,
+    SampledBatch,
+    batch_length,
+    check_size,
+    index_array,
+)
 from rlpipe.data.buffer.persist import load_buffer, save_buffer
 from rlpipe.data.buffer.sampling import choose
-from rlpipe.data.buffer.storage import RingStorage
+from rlpipe.data.buffer.storage import Located, RingStorage
 from rlpipe.data.buffer.table import OPAQUE
-
-
-def batch_length(batch: Mapping[str, Any], name: str = "batch") -> int:
-    """The common leading dimension of ``batch``'s fields; ValueError naming a field that differs."""
-    if not isinstance(batch, Mapping) or not batch:
-        raise ValueError(f"{name} must be a non-empty mapping of field name to array")
-    length = None
-    for key, value in batch.items():
-        shape = value.shape if isinstance(value, np.ndarray) else np.shape(value)
-        if not shape:
-            raise ValueError(f"{name} field '{key}' has no batch dimension (shape ())")
-        if length is None:
-            length = shape[0]
-        elif shape[0] != length:
-            raise ValueError(f"{name} field '{key}' has {shape[0]} rows, other fields have {length}")
-    return int(length)  # type: ignore[arg-type]
-
-
-def check_size(
-    size: int, available: int, replace: bool, ignore_insufficient: bool, what: str = "items"
-) -> int:
-    """How many to draw: ``size``, or fewer with ``ignore_insufficient``; else ValueError naming both."""
-    if size < 0:
-        raise ValueError(f"sample size must be >= 0, got {size}")
-    if replace:
-        if size > 0 and available == 0:
-            if ignore_insufficient:
-                return 0
-            raise ValueError(f"cannot sample {size} {what} with replacement: 0 available")
-    elif size > available:
-        if ignore_insufficient:
-            return available
-        raise ValueError(f"cannot sample {size} {what} without replacement: only {available} available")
-    return size
 
 
 def _as_id(index: Any) -> int | None:
@@ -477,6 +450,28 @@ class DequeBuffer(Buffer):
             data = row.get(OPAQUE, row)
             out.append(BufferedData(data, index, st.meta.row(slot)))
         return out
+
+    # ---- slots, for middleware (see SlotBuffer) -------------------------------------
+    @property
+    def holds_tensors(self) -> bool:
+        """Whether some data fields were pushed as torch tensors (they are returned as tensors)."""
+        return bool(self.storage.data.torch_fields)
+
+    def locate(self, ids: np.ndarray) -> Located:
+        """Slots of ``ids`` (flattened) and whether each still names a stored item."""
+        return self.storage.locate(ids)
+
+    def ids_at(self, slots: np.ndarray) -> np.ndarray:
+        """The indices of the items at ``slots``."""
+        return self.storage.ids[slots]
+
+    def ordered_slots(self) -> np.ndarray:
+        """Slots of the stored items, oldest first."""
+        return self.storage.ordered_slots()
+
+    def meta_column(self, key: str, slots: np.ndarray) -> np.ndarray:
+        """Meta ``key`` of the items at ``slots``; ValueError naming ``key`` if some lack it."""
+        return self.storage.meta.column(key, slots)
 
     # ---- persistence -----------------------------------------------------------------
     def save_data(self, file_name: str) -> None:

@@ -19,17 +19,14 @@ import os
 import tempfile
 import zipfile
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
-from rlpipe.data.buffer.base import BufferMiddleware
+from rlpipe.data.buffer.base import BufferMiddleware, SavableBuffer
 from rlpipe.data.buffer.table import Table, take_rows
 from rlpipe.errors import RlpipeError, first_line
-
-if TYPE_CHECKING:
-    from rlpipe.data.buffer.deque_buffer import DequeBuffer
 
 FORMAT = "rlpipe.buffer/1"
 
@@ -118,11 +115,11 @@ def _load_table(prefix: str, table: Table, spec: Mapping[str, Any], slots: np.nd
     table.restore(fields, written=len(slots) > 0, torch_fields=torch_fields)
 
 
-def _stateful(buffer: DequeBuffer) -> list[tuple[int, BufferMiddleware]]:
+def _stateful(buffer: SavableBuffer) -> list[tuple[int, BufferMiddleware]]:
     return [(i, mw) for i, mw in enumerate(buffer.middleware) if isinstance(mw, BufferMiddleware)]
 
 
-def save_buffer(buffer: DequeBuffer, file_name: str) -> None:
+def save_buffer(buffer: SavableBuffer, file_name: str) -> None:
     """Write ``buffer`` to ``file_name`` atomically (a temp file, then a rename)."""
     st = buffer.storage
     slots = st.ordered_slots()
@@ -157,7 +154,7 @@ def save_buffer(buffer: DequeBuffer, file_name: str) -> None:
         raise
 
 
-def _read_buffer_file(buffer: DequeBuffer, file_name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _read_buffer_file(buffer: SavableBuffer, file_name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The header and every array of a saved buffer, checked against ``buffer``."""
     with np.load(file_name, allow_pickle=False) as npz:
         if "__header__" not in npz.files:
@@ -177,7 +174,7 @@ def _read_buffer_file(buffer: DequeBuffer, file_name: str) -> tuple[dict[str, An
         return header, {name: npz[name] for name in npz.files}
 
 
-def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
+def load_buffer(buffer: SavableBuffer, file_name: str) -> None:
     """Restore ``buffer`` from a file written by :func:`save_buffer` (same size and middleware);
     a damaged, truncated or foreign file is a one-line :class:`BufferFileError`."""
     try:
@@ -190,7 +187,7 @@ def load_buffer(buffer: DequeBuffer, file_name: str) -> None:
         raise BufferFileError(f"buffer file {file_name} is damaged or not an rlpipe buffer ({reason[:160]})") from None
 
 
-def _restore(buffer: DequeBuffer, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+def _restore(buffer: SavableBuffer, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
     st = buffer.storage
     slots = arrays["ring/slots"]
     st.ids[:] = -1

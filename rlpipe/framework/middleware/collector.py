@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from rlpipe.data.failed_steps import FailedStepFilter
-from rlpipe.envs.vector import VectorEnvManager
+from rlpipe.envs.protocol import VectorEnv
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
 from rlpipe.utils.batch import Batch, concat_batches, end_episodes_at_failed_steps, num_rows
 
 
-def _act(policy: Any, env: VectorEnvManager, ctx: OnlineRLContext, random_collect_size: int) -> np.ndarray:
+def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_collect_size: int) -> np.ndarray:
     if ctx.env_step < random_collect_size:
         return env.random_actions()
     return policy.forward(env.obs, **ctx.collect_kwargs)
@@ -29,7 +29,7 @@ FAILED_STEPS = "failed_steps"
 """Key of the env steps that failed so far in the collectors' episode figures (a count, not a mean)."""
 
 
-def _episode_figures(env: VectorEnvManager) -> dict[str, float]:
+def _episode_figures(env: VectorEnv) -> dict[str, float]:
     """The env's :meth:`EpisodeStats.summary` and ``failed_steps``, the env steps that failed so far."""
     return {**env.episode_stats.summary(), FAILED_STEPS: env.failed_steps}
 
@@ -51,7 +51,7 @@ class StepCollector:
     the rows written lag the env steps counted by one vector step.
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:
+    def __init__(self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0) -> None:
         self._policy = policy
         self._env = env
         self._vector_steps = math.ceil(cfg.policy.collect.n_sample / env.num_envs)
@@ -85,7 +85,7 @@ class EpisodeCollector:
     held back, unlike :class:`StepCollector`'s rows.
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, random_collect_size: int = 0) -> None:
+    def __init__(self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0) -> None:
         self._policy = policy
         self._env = env
         self._n_episode = cfg.policy.collect.n_episode

@@ -25,17 +25,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlpipe.data.buffer.base import BufferedData, BufferMiddleware, Chain, SampledBatch
-from rlpipe.data.buffer.deque_buffer import DequeBuffer, batch_length, check_size
+from rlpipe.data.buffer.base import (
+    BufferedData,
+    BufferMiddleware,
+    Chain,
+    SampledBatch,
+    SlotBuffer,
+    batch_length,
+    check_size,
+    flat_items,
+)
 from rlpipe.data.buffer.middleware.sum_tree import SumTree
 
 PRIORITY_EPS = 1e-6
 """Added to every priority so an item with zero TD error can still be drawn."""
-
-
-def _flat_items(result: list[Any]) -> list[BufferedData]:
-    """The items of a sample result (a list of items, or of groups or runs of them)."""
-    return [item for entry in result for item in (entry if isinstance(entry, list) else [entry])]
 
 
 class PriorityExperienceReplay(BufferMiddleware):
@@ -48,7 +51,7 @@ class PriorityExperienceReplay(BufferMiddleware):
 
     def __init__(
         self,
-        buffer: DequeBuffer,
+        buffer: SlotBuffer,
         IS_weight: bool = True,
         priority_power_factor: float = 0.6,
         IS_weight_power_factor: float = 0.4,
@@ -95,7 +98,7 @@ class PriorityExperienceReplay(BufferMiddleware):
     def _set_priority(self, ids: np.ndarray, priority: np.ndarray) -> np.ndarray:
         """Set the tree leaves of those of ``ids`` still stored to ``priority`` (as many
         float64s, checked by :meth:`_priorities`); returns which ids are stored."""
-        slots, exists, _ = self.buffer.storage.locate(ids)
+        slots, exists, _ = self.buffer.locate(ids)
         top = self.tree.update_priorities(slots, priority, exists, self.alpha, PRIORITY_EPS)
         self.max_priority = max(self.max_priority, top)
         if self.raw_priority is not None:
@@ -120,7 +123,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         """Set ``meta["priority"]`` of those of ``items`` still stored to their current priority."""
         if not items:
             return
-        slots, exists, _ = self.buffer.storage.locate(np.array([item.index for item in items], dtype=np.int64))
+        slots, exists, _ = self.buffer.locate(np.array([item.index for item in items], dtype=np.int64))
         for item, priority, stored in zip(items, self.priority_of(slots).tolist(), exists.tolist(), strict=True):
             if stored:
                 item.meta["priority"] = priority
@@ -133,7 +136,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         else:
             slots, weights = self.tree.stratified(u)[0], None
         self.sample_calls += 1
-        return self.buffer.storage.ids[slots], weights
+        return self.buffer.ids_at(slots), weights
 
     # ---- chain links ---------------------------------------------------------------
     # "priority" never goes down the chain as meta: the tree is its one store.
@@ -160,7 +163,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         uniform = any(kwargs.get(key) is not None for key in ("indices", "groupby", "sample_range"))
         if uniform or kwargs.get("unroll_len") not in (None, 1) or kwargs.get("size") is None:
             result = chain(**kwargs)
-            self._show_priority(_flat_items(result))
+            self._show_priority(flat_items(result))
             return result
         count = self.buffer.count()
         n = check_size(
@@ -182,7 +185,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         ids, weights = self._draw(kwargs["size"])
         batch = chain(**{**kwargs, "indices": ids})
         if weights is not None:  # tensors when the buffer's fields are: the batch stays of one kind
-            batch.data["weight"] = torch.from_numpy(weights) if self.buffer.storage.data.torch_fields else weights
+            batch.data["weight"] = torch.from_numpy(weights) if self.buffer.holds_tensors else weights
         return batch
 
     def update(self, chain: Chain, index: int, data: Any, meta: dict[str, Any] | None) -> bool:
@@ -219,7 +222,7 @@ class PriorityExperienceReplay(BufferMiddleware):
         return item
 
     def delete(self, chain: Chain, indices: np.ndarray) -> None:
-        slots, exists, _ = self.buffer.storage.locate(indices)
+        slots, exists, _ = self.buffer.locate(indices)
         chain(indices)
         self.tree.update(slots[exists], 0.0)
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlpipe.data.buffer.base import BufferMiddleware, Chain, SampledBatch
-from rlpipe.data.buffer.deque_buffer import DequeBuffer
+from rlpipe.data.buffer.base import BufferMiddleware, Chain, SampledBatch, SlotBuffer
 
 
 class SampleRangeView(BufferMiddleware):
     """Sets ``sample_range=slice(start, end)`` on every sample call (e.g. ``start=-1000``: newest 1000)."""
 
-    def __init__(self, buffer: DequeBuffer, start: int | None, end: int | None) -> None:
+    def __init__(self, buffer: SlotBuffer, start: int | None, end: int | None) -> None:
         self.buffer = buffer
         self.range = slice(start, end)
 
@@ -28,7 +27,7 @@ class SampleRangeView(BufferMiddleware):
 
 
 def sample_range_view(
-    buffer_: DequeBuffer, start: int | None = None, end: int | None = None
+    buffer_: SlotBuffer, start: int | None = None, end: int | None = None
 ) -> SampleRangeView:
     """Middleware restricting sampling to ``stored_items[start:end]``, oldest first."""
     if start is None and end is None:

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from rlpipe.data.buffer.base import BufferedData, BufferMiddleware, Chain, SampledBatch
-from rlpipe.data.buffer.deque_buffer import DequeBuffer
+from rlpipe.data.buffer.base import BufferedData, BufferMiddleware, Chain, SampledBatch, SlotBuffer, flat_items
 
 COLLECTED = "train_iter_data_collected"
 
@@ -20,7 +19,7 @@ COLLECTED = "train_iter_data_collected"
 class StalenessCheck(BufferMiddleware):
     """Deletes items whose staleness exceeds ``max_staleness``; item results get ``meta["staleness"]``."""
 
-    def __init__(self, buffer: DequeBuffer, max_staleness: float) -> None:
+    def __init__(self, buffer: SlotBuffer, max_staleness: float) -> None:
         self.buffer = buffer
         self.max_staleness = max_staleness
 
@@ -40,20 +39,18 @@ class StalenessCheck(BufferMiddleware):
         if "train_iter_sample_data" not in kwargs:
             raise ValueError("staleness_check: sample with train_iter_sample_data=<current train iter>")
         now = int(kwargs.pop("train_iter_sample_data"))
-        storage = self.buffer.storage
-        slots = storage.ordered_slots()
+        slots = self.buffer.ordered_slots()
         if len(slots):
-            stale = now - storage.meta.column(COLLECTED, slots) > self.max_staleness
+            stale = now - self.buffer.meta_column(COLLECTED, slots) > self.max_staleness
             if stale.any():
-                self.buffer.delete(storage.ids[slots[stale]])
+                self.buffer.delete(self.buffer.ids_at(slots[stale]))
         return now
 
     def sample(self, chain: Chain, **kwargs: Any) -> list[Any]:
         now = self._drop_stale(kwargs)
         result = chain(**kwargs)
-        for entry in result:
-            for item in entry if isinstance(entry, list) else [entry]:
-                item.meta["staleness"] = now - int(item.meta[COLLECTED])
+        for item in flat_items(result):
+            item.meta["staleness"] = now - int(item.meta[COLLECTED])
         return result
 
     def sample_batch(self, chain: Chain, **kwargs: Any) -> SampledBatch:
@@ -61,6 +58,6 @@ class StalenessCheck(BufferMiddleware):
         return chain(**kwargs)
 
 
-def staleness_check(buffer_: DequeBuffer, max_staleness: float = float("inf")) -> StalenessCheck:
+def staleness_check(buffer_: SlotBuffer, max_staleness: float = float("inf")) -> StalenessCheck:
     """Middleware that drops items older than ``max_staleness`` train iterations before sampling."""
     return StalenessCheck(buffer_, max_staleness)

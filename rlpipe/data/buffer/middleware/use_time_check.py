@@ -7,19 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from rlpipe.data.buffer.base import BufferedData, BufferMiddleware, Chain, SampledBatch
-from rlpipe.data.buffer.deque_buffer import DequeBuffer
-
-
-def _flat_items(result: list[Any]) -> list[BufferedData]:
-    """The items of a sample result (a list, or a list of groups)."""
-    return [item for entry in result for item in (entry if isinstance(entry, list) else [entry])]
+from rlpipe.data.buffer.base import BufferedData, BufferMiddleware, Chain, SampledBatch, SlotBuffer, flat_items
 
 
 class UseTimeCheck(BufferMiddleware):
     """Counts samples per item (``meta["use_count"]`` in item results); deletes worn-out items."""
 
-    def __init__(self, buffer: DequeBuffer, max_use: int) -> None:
+    def __init__(self, buffer: SlotBuffer, max_use: int) -> None:
         if max_use < 1:
             raise ValueError(f"max_use must be >= 1, got {max_use}")
         self.buffer = buffer
@@ -27,12 +21,12 @@ class UseTimeCheck(BufferMiddleware):
         self.use_count = np.zeros(buffer.size, dtype=np.int64)
 
     def _reset(self, ids: np.ndarray) -> None:
-        slots, exists, _ = self.buffer.storage.locate(ids)
+        slots, exists, _ = self.buffer.locate(ids)
         self.use_count[slots[exists]] = 0
 
     def _use(self, ids: np.ndarray) -> np.ndarray:
         """Count one use of each of ``ids``; delete the worn-out ones; return the new counts."""
-        slots = self.buffer.storage.locate(ids)[0]
+        slots = self.buffer.locate(ids)[0]
         np.add.at(self.use_count, slots, 1)
         counts = self.use_count[slots]
         worn = ids[counts >= self.max_use]
@@ -54,7 +48,7 @@ class UseTimeCheck(BufferMiddleware):
 
     def sample(self, chain: Chain, **kwargs: Any) -> list[Any]:
         result = chain(**kwargs)
-        items = _flat_items(result)
+        items = flat_items(result)
         counts = self._use(np.array([item.index for item in items], dtype=np.int64))
         for item, count in zip(items, counts.tolist(), strict=True):
             item.meta["use_count"] = count
@@ -76,6 +70,6 @@ class UseTimeCheck(BufferMiddleware):
         self.use_count[:] = state["use_count"]
 
 
-def use_time_check(buffer_: DequeBuffer, max_use: int = 1) -> UseTimeCheck:
+def use_time_check(buffer_: SlotBuffer, max_use: int = 1) -> UseTimeCheck:
     """Middleware that deletes an item after it has been sampled ``max_use`` times."""
     return UseTimeCheck(buffer_, max_use)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from rlpipe.envs.episode_stats import FinishedEpisode
-from rlpipe.envs.vector import VectorEnvManager
+from rlpipe.envs.protocol import VectorEnv
 from rlpipe.errors import EnvironmentFailedError, RlpipeError
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
@@ -23,7 +23,7 @@ class EvaluationFailedError(EnvironmentFailedError):
 
 
 
-def evaluate_episodes(policy: Any, env: VectorEnvManager, n_episode: int) -> dict[str, np.ndarray]:
+def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int) -> dict[str, np.ndarray]:
     """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset.
 
     Episodes are split evenly over the environments and the first ones to finish in each
@@ -76,7 +76,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
     """Every ``eval_freq`` train iterations, evaluate; set ``ctx.finish`` once ``stop_value`` is reached.
 
     The evaluation figure is the mean return, or the success rate when ``cfg.env.eval_metric``
-    is ``success_rate`` (:func:`rlpipe.entry.build.build_parts` resolves ``auto``; a config
+    is ``success_rate`` (:func:`rlpipe.recipes.build.build_parts` resolves ``auto``; a config
     without the key, as the seed's, means the return).
     Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (that figure),
     ``ctx.eval_output`` (per-episode returns and lengths), ``ctx.last_eval_iter``,
@@ -86,7 +86,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
     training goes on after ``stop_value`` is reached (to see whether the policy stays good).
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: VectorEnvManager, render: bool = False,
+    def __init__(self, cfg: Any, policy: Any, env: VectorEnv, render: bool = False,
                  stop_on_solve: bool = True) -> None:
         self._policy = policy
         self._env = env

@@ -35,7 +35,7 @@ def her_data_enhancer(
     """Sample episodes from ``buffer_`` and relabel them into ``ctx.train_data``.
 
     Episodes per call: ``her_reward_model.episode_size``, or ``cfg.policy.learn.batch_size``
-    when that is None. Relabelling uses the batched path with a generator seeded from
+    when that is None. Relabelling goes through the model's relabel_batch with a generator seeded from
     ``cfg.seed`` (unseeded when the config has none, as the seed's configs may). Writes
     ``ctx.train_data`` (a columnar batch), or None while the buffer holds fewer episodes
     than needed; that shortage is logged once, not on every call.

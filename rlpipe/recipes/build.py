@@ -1,6 +1,7 @@
 """Build the pieces of a pipeline from a :class:`Config`: environments, policy, buffer.
 
-:func:`build_parts` is the one assembly that ``rlpipe train`` and the examples share.
+:func:`build_parts` is the one assembly that ``rlpipe train``, the remote collectors and the
+examples share (the environments come from :mod:`rlpipe.recipes.envs`).
 """
 from __future__ import annotations
 
@@ -17,18 +18,11 @@ import torch
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.algorithms import ALGORITHMS, ActionKind
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
-from rlpipe.envs import GoalLayout, VectorEnvManager, env_factory, find_goal_layout
+from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
-from rlpipe.envs.vector import EnvFactory
-from rlpipe.errors import first_line
 from rlpipe.policy import Policy
+from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
-
-ASYNC_STEP_TIMEOUT_S = 60.0
-"""``env.step_timeout`` of subprocess environments when the config gives none: a dead or hung
-worker is then found and restarted instead of hanging the run."""
-EVAL_SEED_OFFSET = 10_000  # evaluator environments never share seeds with the collector's
-REEVAL_SEED_OFFSET = 20_000  # nor does `rlpipe eval`, so its figure is not the one checkpoints were chosen on
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:
@@ -36,44 +30,6 @@ def seed_everything(seed: int, torch_threads: int) -> None:
     torch.set_num_threads(torch_threads)
     torch.manual_seed(seed)
     np.random.seed(seed)
-
-
-def make_env_factory(cfg: Config) -> EnvFactory:
-    """A factory of single environments as ``cfg.env`` describes them."""
-    env = cfg.env
-    return env_factory(env.env_id, env.env_kwargs, env.max_episode_steps, imports=env.import_,
-                       wrappers=[wrapper.model_dump() for wrapper in env.wrappers])
-
-
-def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnvManager:
-    """``num_envs`` environments as ``cfg.env`` describes them; a one-line error when they can't be made."""
-    factory = make_env_factory(cfg)
-    try:
-        return VectorEnvManager(
-            factory, num_envs, seed=seed, asynchronous=cfg.env.asynchronous,
-            step_timeout=cfg.env.step_timeout or (ASYNC_STEP_TIMEOUT_S if cfg.env.asynchronous else None),
-            nonfinite=cfg.env.nonfinite,
-        )
-    except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way
-        reason = first_line(err)
-        raise ConfigError(
-            f"config key 'env.env_kwargs': env '{cfg.env.env_id}' could not be made with "
-            f"{cfg.env.env_kwargs} ({reason})"
-        ) from None
-
-
-def make_envs(cfg: Config) -> tuple[VectorEnvManager | None, VectorEnvManager]:
-    """The collector's and the evaluator's vector environments. No collector's with a remote
-    backend (``distributed.backend``): the collector actors make their own."""
-    local = cfg.distributed.backend == "local"
-    collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed) if local else None
-    try:
-        evaluator = make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + EVAL_SEED_OFFSET)
-    except BaseException:
-        if collector is not None:
-            collector.close()
-        raise
-    return collector, evaluator
 
 
 def _action_size(cfg: Config, action_space: gym.Space) -> int:
@@ -95,7 +51,7 @@ def _action_size(cfg: Config, action_space: gym.Space) -> int:
     return int(action_space.n)
 
 
-def fill_model_shapes(cfg: Config, env: VectorEnvManager) -> Config:
+def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
     """Take the model's input and output sizes from the environment, checking any set in the config."""
     obs_space = env.observation_space
     if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
@@ -263,15 +219,15 @@ class Parts:
     """
 
     cfg: Config
-    local_collector_env: VectorEnvManager | None
-    evaluator_env: VectorEnvManager
+    local_collector_env: VectorEnv | None
+    evaluator_env: VectorEnv
     policy: Policy
     buffer: DequeBuffer
     her_reward_model: HerRewardModel | None
     reward_model: IntrinsicRewardModel | None = None
 
     @property
-    def collector_env(self) -> VectorEnvManager:
+    def collector_env(self) -> VectorEnv:
         """The collector's vector environment (local backend only)."""
         if self.local_collector_env is None:
             raise ConfigError(

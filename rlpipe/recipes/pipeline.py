@@ -10,8 +10,7 @@ from typing import Any
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.algorithms import ALGORITHMS, Exploration
-from rlpipe.entry.build import Parts
-from rlpipe.envs import VectorEnvManager
+from rlpipe.envs import VectorEnv
 from rlpipe.framework import Task
 from rlpipe.framework.middleware import (
     EpisodeCollector,
@@ -26,6 +25,7 @@ from rlpipe.framework.middleware import (
     termination_checker,
 )
 from rlpipe.policy import Policy
+from rlpipe.recipes.build import Parts
 
 INSERTION_POINTS = ("before_collect", "after_collect", "before_learn", "after_learn", "before_evaluate",
                     "after_evaluate")
@@ -42,7 +42,7 @@ def check_insertion_points(middleware: Mapping[str, Sequence[Middleware]]) -> No
         raise ConfigError(f"unknown middleware insertion point '{unknown[0]}' (use {', '.join(INSERTION_POINTS)})")
 
 
-def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnvManager, episodes: bool = False) -> Task:
+def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False) -> Task:
     """Add (explore) -> collect -> (n-step) to ``task``: the part of the pipeline that acts
     (role COLLECTOR), leaving the transitions in ``ctx.trajectories``, or with ``episodes``
     (HER) whole episodes in ``ctx.episodes``.

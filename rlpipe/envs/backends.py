@@ -1,0 +1,70 @@
+"""Vector-env backends: the one place that decides which implementation steps a run's environments.
+
+:class:`EnvSettings` describes the environments of a run in the env layer's own terms (the
+pipeline's config maps onto it in :mod:`rlpipe.recipes.envs`); :func:`make_vector_env` makes
+``num_envs`` of them with the backend the settings name, from :data:`VECTOR_BACKENDS`. Today
+that is ``gymnasium`` (:class:`~rlpipe.envs.vector.VectorEnvManager` over gymnasium's vector
+envs); a native backend (ale-py's ``AtariVectorEnv``) is one more function returning a
+:class:`~rlpipe.envs.protocol.VectorEnv` and one more row.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlpipe.envs.errors import EnvSettingError
+from rlpipe.envs.factory import EnvFactory, env_factory
+from rlpipe.envs.protocol import VectorEnv
+from rlpipe.envs.vector import VectorEnvManager
+
+__all__ = ["DEFAULT_BACKEND", "VECTOR_BACKENDS", "EnvSettings", "VectorBackend", "make_vector_env"]
+
+DEFAULT_BACKEND = "gymnasium"
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """The environments of a run: what one env is (the arguments of :func:`env_factory`) and how
+    a vector of them runs (``backend``; ``asynchronous``, ``step_timeout`` and ``nonfinite`` as
+    :class:`VectorEnvManager` takes them)."""
+
+    env_id: str
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    max_episode_steps: int | None = None
+    imports: Sequence[str] = ()
+    wrappers: Sequence[Mapping[str, Any]] = ()
+    backend: str = DEFAULT_BACKEND
+    asynchronous: bool = False
+    step_timeout: float | None = None
+    nonfinite: str = "raise"
+
+    def single_env_factory(self) -> EnvFactory:
+        """A maker of one environment as these settings describe it (no vector around it)."""
+        return env_factory(self.env_id, self.env_kwargs, self.max_episode_steps, imports=self.imports,
+                           wrappers=self.wrappers)
+
+
+VectorBackend = Callable[[EnvSettings, int, int], VectorEnv]
+"""Makes ``num_envs`` environments of the settings, seeded ``seed, seed+1, ...``: ``(settings, num_envs, seed)``."""
+
+
+def gymnasium_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> VectorEnvManager:
+    """Gymnasium's vector envs (one process, or one subprocess per env with ``asynchronous``)."""
+    return VectorEnvManager(
+        settings.single_env_factory(), num_envs, seed=seed, asynchronous=settings.asynchronous,
+        step_timeout=settings.step_timeout, nonfinite=settings.nonfinite,
+    )
+
+
+VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env}
+"""Each backend's name and the function that makes its vector envs."""
+
+
+def make_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> VectorEnv:
+    """``num_envs`` environments as ``settings`` describe them, made by the backend they name."""
+    backend = VECTOR_BACKENDS.get(settings.backend)
+    if backend is None:
+        raise EnvSettingError(f"unknown vector env backend '{settings.backend}' (use one of "
+                              f"{', '.join(sorted(VECTOR_BACKENDS))})", "backend")
+    return backend(settings, num_envs, seed)

@@ -1,0 +1,139 @@
+"""The env factory: one function that turns an env description into a maker of single environments.
+
+:func:`env_factory` is the one place where an environment is made: user modules imported,
+optional env packages loaded, the user's wrappers applied, goal and MiniGrid observations
+flattened, bounded actions rescaled to [-1, 1], and every env wrapped to be recreated when it
+crashes. Vector envs (:mod:`rlpipe.envs.vector`, :mod:`rlpipe.envs.backends`) step the envs it makes.
+A wrong setting is an :class:`~rlpipe.envs.errors.EnvSettingError` naming the argument at fault.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlpipe.envs.atari import ATARI_ID_PREFIXES, import_atari
+from rlpipe.envs.errors import EnvSettingError
+from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
+from rlpipe.envs.minatar import MINATAR_ID_PREFIXES, import_minatar
+from rlpipe.envs.minigrid import (
+    MINIGRID_ID_PREFIXES,
+    FlattenMiniGridImage,
+    ReportMiniGridSuccess,
+    import_minigrid,
+    is_minigrid_env,
+)
+from rlpipe.envs.recovery import RecreateOnError
+from rlpipe.envs.registration import register_envs
+from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
+from rlpipe.envs.user_envs import apply_wrappers, import_env_modules, resolve_wrappers, split_module_id
+from rlpipe.errors import MissingDependencyError, first_line
+
+__all__ = ["ENV_PACKAGES", "EnvFactory", "env_factory", "is_goal_env"]
+
+EnvFactory = Callable[[], gym.Env]
+"""Makes one environment each time it is called."""
+
+ENV_PACKAGES: tuple[tuple[tuple[str, ...], Callable[[str], None]], ...] = (
+    (MINIGRID_ID_PREFIXES, import_minigrid),
+    (ROBOTICS_ID_PREFIXES, import_robotics),
+    (ATARI_ID_PREFIXES, import_atari),
+    (MINATAR_ID_PREFIXES, import_minatar),
+)
+"""Env id prefixes of optional packages, and the function that imports each (registering its envs)."""
+
+
+def _package_importer(env_id: str) -> Callable[[str], None] | None:
+    """The importer of the optional package whose envs ``env_id`` names, if any."""
+    return next((importer for prefixes, importer in ENV_PACKAGES if env_id.startswith(prefixes)), None)
+
+
+def is_goal_env(env: gym.Env) -> bool:
+    """Whether ``env`` observes a goal dict (``observation``, ``achieved_goal``, ``desired_goal``)."""
+    space = env.observation_space
+    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == set(GOAL_KEYS)
+
+
+def _bounded(space: gym.spaces.Box) -> bool:
+    return bool(np.isfinite(space.low).all() and np.isfinite(space.high).all())
+
+
+def _standard_wrappers(env: gym.Env) -> gym.Env:
+    """``env`` with rlpipe's own wrappers: goal or MiniGrid observations flattened, bounded actions in [-1, 1]."""
+    if is_goal_env(env):
+        env = FlattenGoalObservation(env)
+    elif is_minigrid_env(env):
+        env = FlattenMiniGridImage(ReportMiniGridSuccess(env))
+    space = env.action_space
+    if isinstance(space, gym.spaces.Box) and _bounded(space):
+        unit = np.ones(space.shape, dtype=space.dtype)
+        env = gym.wrappers.RescaleAction(env, -unit, unit)
+    return env
+
+
+def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_episode_steps: int | None = None,
+                imports: Sequence[str] = (), wrappers: Sequence[Mapping[str, Any]] = ()) -> EnvFactory:
+    """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
+
+    Your own environments (:mod:`rlpipe.envs.user_envs`): ``imports`` are modules imported
+    first (they register envs), ``env_id`` may be ``module:EnvId``, and ``wrappers``
+    (``[{"type": ..., "kwargs": ...}]``) wrap each env right after ``gym.make``.
+
+    Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
+    MiniGrid environments by :class:`FlattenMiniGridImage`, with ``is_success`` reported by
+    :class:`ReportMiniGridSuccess`. The ids of optional packages (:data:`ENV_PACKAGES`:
+    ``MiniGrid-``/``BabyAI-``, Gymnasium-Robotics' ``Fetch``, ``PointMaze_``, ...) import that
+    package, which registers them.
+    A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
+    the one place where actions meet the env's bounds, so policies, buffers and random
+    collection all work in [-1, 1]. Every environment is recreated when it crashes
+    (:class:`RecreateOnError`). An env whose package is missing (MuJoCo, MiniGrid,
+    Gymnasium-Robotics) is a one-line :class:`MissingDependencyError` naming the extra to install.
+    A wrong setting (an unknown id, a module that does not import, a wrapper that does not
+    exist or rejects its kwargs, kwargs the env rejects) is an :class:`EnvSettingError` naming
+    the argument at fault: the id and wrapper classes now, the rest when an env is made.
+    """
+    register_envs()
+    given_id = env_id
+    module, env_id = split_module_id(env_id)
+    import_env_modules(imports, "imports")
+    import_env_modules([module] if module else [], "env_id")
+    modules = [*imports, *([module] if module else [])]
+    user_wrappers = resolve_wrappers(wrappers)
+    import_package = _package_importer(env_id)
+    if import_package is not None:
+        import_package(env_id)
+    if env_id not in gym.registry:
+        hint = difflib.get_close_matches(env_id, list(gym.registry), n=1)
+        did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise EnvSettingError(f"unknown gymnasium environment '{env_id}'{did_you_mean}", "env_id")
+    given_kwargs = dict(env_kwargs or {})
+    kwargs = dict(given_kwargs)
+    if max_episode_steps is not None:
+        kwargs["max_episode_steps"] = max_episode_steps
+
+    def make_one() -> gym.Env:
+        # again here: a spawned worker process starts with gymnasium's own registry
+        import_env_modules(modules)
+        if import_package is not None:
+            import_package(env_id)
+        try:
+            return _standard_wrappers(apply_wrappers(gym.make(env_id, **kwargs), user_wrappers))
+        except gym.error.DependencyNotInstalled as err:
+            raise MissingDependencyError(
+                f"env '{env_id}' needs a package that is not installed ({first_line(err)}); "
+                "MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
+            ) from None
+        except EnvSettingError:  # a wrapper's: it names its own setting
+            raise
+        except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way
+            raise EnvSettingError(f"env '{given_id}' could not be made with {given_kwargs} ({first_line(err)})",
+                                  "env_kwargs") from None
+
+    def make() -> gym.Env:
+        return RecreateOnError(make_one)
+
+    return make
