@@ -9,7 +9,7 @@ and the env starts its next episode at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -56,20 +56,32 @@ class RandomFrames(gym.Env):
 
 
 def vector_steps(
-    num_envs: int, steps: int, seed: int = 0, padding: str = "reset", **env_kwargs: Any
+    num_envs: int,
+    steps: int,
+    seed: int = 0,
+    padding: str = "reset",
+    make_env: Callable[[], gym.Env] | None = None,
+    **env_kwargs: Any,
 ) -> Iterator[dict[str, np.ndarray]]:
-    """``steps`` vector steps of ``num_envs`` envs: one columnar batch each, one row per env."""
-    envs = [FrameStackObservation(RandomFrames(**env_kwargs), STACK, padding_type=padding) for _ in range(num_envs)]
+    """``steps`` vector steps of ``num_envs`` envs (``make_env``'s, else stacked
+    :class:`RandomFrames`) with random actions: one columnar batch each, one row per env."""
+    if make_env is None:
+        def make_env() -> gym.Env:
+            return FrameStackObservation(RandomFrames(**env_kwargs), STACK, padding_type=padding)
+    envs = [make_env() for _ in range(num_envs)]
+    for i, env in enumerate(envs):
+        env.action_space.seed(seed + i)
     obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
     for _ in range(steps):
-        rows = [env.step(0) for env in envs]
+        actions = np.array([env.action_space.sample() for env in envs])
+        rows = [env.step(action) for env, action in zip(envs, actions, strict=True)]
         next_obs = np.stack([row[0] for row in rows])
         terminated = np.array([row[2] for row in rows])
         truncated = np.array([row[3] for row in rows])
         yield {
             "obs": obs.copy(),
-            "action": np.zeros(num_envs, dtype=np.int64),
-            "reward": np.ones(num_envs, dtype=np.float32),
+            "action": actions,
+            "reward": np.array([row[1] for row in rows], dtype=np.float32),
             "next_obs": next_obs,
             "terminated": terminated,
             "truncated": truncated,
@@ -81,12 +93,12 @@ def vector_steps(
 
 
 def vector_rows(
-    num_envs: int, steps: int, nstep: int = 1, seed: int = 0, padding: str = "reset", **env_kwargs: Any
+    num_envs: int, steps: int, nstep: int = 1, seed: int = 0, padding: str = "reset", **kwargs: Any
 ) -> Iterator[dict[str, np.ndarray]]:
     """The batches a collector (and, with ``nstep`` > 1, the n-step accumulator) hands the
     pusher: transitions delayed until their n-step window closes."""
     accumulator = NStepAccumulator(nstep, 0.99)
-    for batch in vector_steps(num_envs, steps, seed, padding, **env_kwargs):
+    for batch in vector_steps(num_envs, steps, seed, padding, **kwargs):
         rows = accumulator.add(batch) if nstep > 1 else batch
         if len(rows["reward"]):
             yield rows

@@ -34,7 +34,7 @@ class Pushed:
         the stored indices."""
         ids = np.array([buf.get(i).index for i in range(buf.count())], dtype=np.int64)
         batch = buf.sample_batch(0, indices=ids)
-        assert batch.data["obs"].shape == (len(ids), STACK, *FRAME_SHAPE)
+        assert batch.data["obs"].shape == (len(ids), *self.obs[int(ids[0])].shape)
         assert batch.data["obs"].dtype == np.uint8
         np.testing.assert_array_equal(batch.data["obs"], np.stack([self.obs[i] for i in ids.tolist()]))
         np.testing.assert_array_equal(batch.data["next_obs"], np.stack([self.next_obs[i] for i in ids.tolist()]))

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlpipe.data.buffer.base import Buffer, BufferedData, BufferMiddleware, Chain, SampledBatch
+from rlpipe.data.buffer.base import BufferedData, BufferMiddleware, Chain, SampledBatch, SlotBuffer, flat_items
 from rlpipe.data.buffer.frames import FramePlan, FrameRing
 from rlpipe.data.buffer.persist import BufferFileError
 
@@ -56,11 +56,6 @@ def frame_store_nbytes(
     return frames * frame_bytes + size * (2 * stack * 4 + 8)  # two slot columns, one floor each
 
 
-def _flat_items(result: list[Any]) -> list[BufferedData]:
-    """The items of a sample result (a list of items, or of groups or runs of them)."""
-    return [item for entry in result for item in (entry if isinstance(entry, list) else [entry])]
-
-
 def _rows(batch: Mapping[str, Any], part: slice) -> dict[str, Any]:
     return {key: value[part] for key, value in batch.items()}
 
@@ -72,12 +67,14 @@ class FrameStore(BufferMiddleware):
     shape is taken from the first push (``push_batch``: a field's shape after the batch dim;
     ``push``: its shape) unless ``stack_shape`` is given; later values may add leading dims
     (e.g. a whole episode ``[T, K, *frame]`` pushed as one item). Use it on the buffer it is
-    given; with priority replay it may come before or after it in the chain.
+    given; with priority replay it may come before or after it in the chain. The buffer must be
+    a FIFO ring like ``DequeBuffer``: indices count up, and an item ``size`` indices older than
+    the newest is gone (the store keeps one int64 per item at ``index % size``).
     """
 
     def __init__(
         self,
-        buffer: Buffer,
+        buffer: SlotBuffer,
         frame_capacity: int | None = None,
         window: int = DEFAULT_WINDOW,
         fields: Sequence[str] = ("obs", "next_obs"),
@@ -272,7 +269,7 @@ class FrameStore(BufferMiddleware):
 
     def sample(self, chain: Chain, **kwargs: Any) -> list[Any]:
         result = chain(**kwargs)
-        for item in _flat_items(result):
+        for item in flat_items(result):
             self._expand_item(item)
         return result
 
