@@ -156,9 +156,8 @@ def _open_study(search: Search, worker: int) -> optuna.Study:
     return study
 
 
-def _run_trials(search: Search, n_trials: int, worker: int = 0) -> None:
-    """Run ``n_trials`` trials of the study in this process."""
-    study = _open_study(search, worker)
+def _run_trials(search: Search, study: optuna.Study, n_trials: int) -> None:
+    """Run ``n_trials`` trials of ``study`` in this process."""
     study.optimize(lambda trial: _objective(search, trial), n_trials=n_trials, catch=(TrainingDivergedError,))
 
 
@@ -168,7 +167,7 @@ def _worker(search: Search, n_trials: int, worker: int) -> None:
     passed on by the parent (twice would stop its trial at once, unsaved)."""
     os.setpgrp()
     try:
-        _run_trials(search, n_trials, worker)
+        _run_trials(search, _open_study(search, worker), n_trials)
     except TuneStoppedError as err:
         sys.exit(128 + signal.Signals[err.signal_name].value)
     except RlpipeError as err:
@@ -217,10 +216,10 @@ def tune(source: str | Path, space: Sequence[Param], trials: int, study_dir: Pat
     study = _open_study(search, 0)
     remaining = max(0, trials - _count(study, FINISHED_STATES))
     if jobs == 1:
-        _run_trials(search, remaining)
+        _run_trials(search, study, remaining)
     elif remaining:
         _run_workers(search, [remaining // jobs + (i < remaining % jobs) for i in range(jobs)])
-    return _write_best(search, _open_study(search, 0))
+    return _write_best(search, study)
 
 
 def _count(study: optuna.Study, states: Sequence[str]) -> int:

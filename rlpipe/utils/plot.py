@@ -97,7 +97,7 @@ def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,
     """
     metrics = [metric or _eval_metric_key(Path(run_dir)) for run_dir in run_dirs]
     pairs = zip(run_dirs, metrics, strict=True)
-    curves = [_curve(Path(run_dir), key) for run_dir, key in pairs] if band is None else []
+    runs = [(Path(run_dir).name, *_curve(Path(run_dir), key)) for run_dir, key in pairs] if band is None else []
     groups = group_curves(run_dirs, metric, band) if band is not None else []
     try:
         import matplotlib
@@ -107,10 +107,11 @@ def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,
     except ImportError:
         raise MissingDependencyError("plotting needs matplotlib: pip install 'rlpipe[plot]'") from None
     fig, ax = plt.subplots(figsize=(7, 4))
-    for run_dir, (steps, values) in zip(run_dirs, curves, strict=True):
-        ax.plot(steps, values, label=Path(run_dir).name)
+    for name, steps, values in runs:
+        ax.plot(steps, values, label=name)
     for group in groups:
-        (line,) = ax.plot(group.env_step, group.mean, label=f"{group.name} ({len(group.runs)} runs)")
+        runs_label = f"{len(group.runs)} run{'s' if len(group.runs) != 1 else ''}"
+        (line,) = ax.plot(group.env_step, group.mean, label=f"{group.name} ({runs_label})")
         ax.fill_between(group.env_step, group.low, group.high, color=line.get_color(), alpha=0.25, linewidth=0)
     ax.set_xlabel("env steps")
     names = {"return_mean": "mean evaluation return", "success_rate": "evaluation success rate"}
