@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,14 +75,12 @@ class Search:
         """The config of a trial with the parameters' ``values``."""
         return load_config(self.source, [*self.fixed, *as_overrides(self.space, values), *extra])
 
-    def check(self) -> Config:
-        """Every range end and choice makes a valid config (one-line :class:`ConfigError` naming the
-        key before any trial runs); returns the config without the searched values."""
-        base = load_config(self.source, self.fixed)
+    def check(self) -> None:
+        """Every range end and choice makes a valid config: a one-line :class:`ConfigError` naming
+        the key before any trial runs."""
         for param in self.space:
             for value in param.examples():
                 load_config(self.source, [*self.fixed, *as_overrides([param], {param.key: value})])
-        return base
 
     def description(self) -> str:
         """What a resumed study must still search (the seed of its sampler may change)."""
@@ -99,7 +97,7 @@ class TuneResult:
     best_value: float
     best_params: dict[str, Any]
     best_config: str
-    trials: dict[str, int] = field(default_factory=dict)
+    trials: dict[str, int]
     """How many trials of the study ended in each state (``COMPLETE``, ``PRUNED``, ``FAIL``, ...)."""
 
 
