@@ -1,4 +1,4 @@
-"""``rlpipe`` command line: train, resume, eval, presets, config show, plot.
+"""``rlpipe`` command line: train, resume, eval, presets, config show, plot, tune, export.
 
 Errors a user can fix (a config key, a preset name, a file) are printed as one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -79,6 +79,28 @@ def _parser() -> argparse.ArgumentParser:
                       help="key of metrics.jsonl to draw (default: the run's evaluation figure, return_mean or "
                       "success_rate): train_success_rate, "
                       "train_episode_return_mean, intrinsic_reward_mean, ...")
+    plot.add_argument("--group", action="store_true",
+                      help="one mean curve per group of runs (names that differ only by -seedN, else the same "
+                      "exp_name) with a shaded band, on a common env-step grid")
+    plot.add_argument("--band", choices=("se", "minmax"), default="se",
+                      help="with --group: the band is the standard error of the mean (se) or min to max")
+
+    tune = sub.add_parser("tune", help="search hyperparameters with Optuna (TPE, median pruning; the tune extra)")
+    tune.add_argument("config", help="preset name or path to a YAML config")
+    tune.add_argument("overrides", nargs="*", metavar="key=...",
+                      help="key=low:high (floats, log scale when high/low >= 100; ints when both are), "
+                      "key=log:low:high, key=[a,b,c] (choices), or key=value (fixed in every trial)")
+    tune.add_argument("--trials", type=_positive_int, required=True,
+                      help="finished trials the study should have (run again to continue an interrupted study)")
+    tune.add_argument("--jobs", type=_positive_int, default=1, help="trials run at once, each in its own process")
+    tune.add_argument("--study-dir", type=Path, default=None,
+                      help="where the study (study.db), the trials' runs and best.yaml go (default tunes/<exp_name>)")
+    tune.add_argument("--seed", type=int, default=None, help="seed of the TPE sampler (default: the config's seed)")
+
+    export = sub.add_parser("export", help="write a run's acting network as ONNX or TorchScript (the export extra)")
+    export.add_argument("run", type=Path, help="run directory (its best, else final checkpoint) or checkpoint file")
+    export.add_argument("--format", choices=("onnx", "torchscript"), default="onnx")
+    export.add_argument("--out", type=Path, required=True, help="file to write, e.g. policy.onnx")
     return parser
 
 
@@ -160,14 +182,40 @@ def _cmd_config(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from rlpipe.utils.plot import plot_runs
 
-    out = plot_runs(args.run_dirs, args.out, title=args.title, ylabel=args.ylabel, metric=args.metric)
+    out = plot_runs(args.run_dirs, args.out, title=args.title, ylabel=args.ylabel, metric=args.metric,
+                    band=args.band if args.group else None)
     print(out)
+    return 0
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from rlpipe.tools.search_space import split_arguments
+    from rlpipe.tools.tune import TuneStoppedError, tune
+
+    space, fixed = split_arguments(args.overrides)
+    try:
+        result = tune(args.config, space, args.trials, args.study_dir, fixed, args.jobs, args.seed)
+    except TuneStoppedError as err:
+        print(f"rlpipe tune: {err}", file=sys.stderr)
+        return 128 + signal.Signals[err.signal_name].value
+    print(json.dumps(asdict(result)))
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from rlpipe.tools.export import export_run
+
+    print(json.dumps(asdict(export_run(args.run, args.out, args.format))))
     return 0
 
 
 COMMANDS = {
     "train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "config": _cmd_config,
-    "plot": _cmd_plot,
+    "plot": _cmd_plot, "tune": _cmd_tune, "export": _cmd_export,
 }
 
 

@@ -1,0 +1,200 @@
+"""``rlpipe export``: a run's acting network as one ONNX or TorchScript file, for deployment
+without rlpipe (the ONNX route needs the ``export`` extra).
+
+The exported graph computes what ``rlpipe.load(run).predict(obs, deterministic=True)`` does,
+for a batch: it takes the env's observations as float32 ``[N, *obs_shape]`` and returns the
+env's actions, ``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``) and
+``float32 [N, action_dim]`` for the actor-critics (the deterministic action: ``tanh(mean)`` of
+SAC's and CrossQ's squashed Gaussian, ``mu(s)`` of TD3's and DDPG's actor), with the policy's
+observation normalisation (``model.obs_norm``) before the network and the env factory's action
+rescaling from ``[-1, 1]`` to the env's bounds after it.
+
+Envs whose observations pass through an observation wrapper on their way to the policy (goal
+dicts, MiniGrid images) are refused: the wrapper's conversion runs in Python, outside the graph.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from rlpipe.entry.agent import Agent, load
+from rlpipe.errors import MissingDependencyError, RlpipeError
+from rlpipe.model.continuous import DeterministicActor, SquashedGaussianActor
+from rlpipe.policy.actor_critic import OBS_NORM_CLIP
+from rlpipe.policy.dqn import DQNPolicy
+from rlpipe.policy.sac import SACPolicy
+from rlpipe.policy.td3 import DeterministicActorCritic
+from rlpipe.recipes.envs import make_env_factory
+from rlpipe.utils.running_stats import RunningMeanStd
+
+FORMATS = ("onnx", "torchscript")
+ONNX_OPSET = 17
+INPUT_NAME, OUTPUT_NAME = "obs", "action"
+
+
+class ExportError(RlpipeError, ValueError):
+    """A run whose acting computation cannot be exported as one graph."""
+
+
+class GreedyAction(nn.Module):
+    """``obs`` float32 ``[N, obs_dim]`` -> ``argmax_a Q(obs, a)`` int64 ``[N]``."""
+
+    def __init__(self, q_network: nn.Module) -> None:
+        super().__init__()
+        self.q_network = q_network
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.q_network(obs).argmax(dim=1)
+
+
+class DeterministicAction(nn.Module):
+    """``obs`` float32 ``[N, obs_dim]`` -> the actor's deterministic action in the env's bounds,
+    float32 ``[N, action_dim]``: ``gain * a + bias`` of ``a`` in ``[-1, 1]``, after normalising
+    ``obs`` with the policy's statistics (``obs_stats``; None: no normalisation)."""
+
+    gain: torch.Tensor
+    bias: torch.Tensor
+
+    def __init__(self, actor: SquashedGaussianActor | DeterministicActor, obs_stats: RunningMeanStd | None,
+                 gain: np.ndarray, bias: np.ndarray) -> None:
+        super().__init__()
+        self.actor = actor
+        self._obs_stats = obs_stats
+        self.register_buffer("gain", torch.as_tensor(gain, dtype=torch.float32))
+        self.register_buffer("bias", torch.as_tensor(bias, dtype=torch.float32))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self._obs_stats is not None:
+            obs = self._obs_stats.normalize(obs, OBS_NORM_CLIP)  # the policy's own normalisation, as it acts
+        action = self.actor.deterministic(obs) if isinstance(self.actor, SquashedGaussianActor) else self.actor(obs)
+        return action * self.gain + self.bias
+
+
+@dataclass(frozen=True)
+class ExportedGraph:
+    """What :func:`export_run` wrote: the file and the signature of its graph."""
+
+    out: str
+    format: str
+    input: str
+    output: str
+
+
+def _wrapper_stack(env: gym.Env) -> list[gym.Wrapper]:
+    """``env``'s wrappers, outermost first."""
+    stack: list[gym.Wrapper] = []
+    while isinstance(env, gym.Wrapper):
+        stack.append(env)
+        env = env.env
+    return stack
+
+
+def _affine_action_map(action_wrappers: list[gym.ActionWrapper], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``gain`` and ``bias`` such that the wrappers (outermost first) map a policy action ``a`` in
+    ``[-1, 1]`` to ``gain * a + bias``; :class:`ExportError` when their map is not affine."""
+
+    def to_env(action: np.ndarray) -> np.ndarray:
+        for wrapper in action_wrappers:
+            action = wrapper.action(action)
+        return np.asarray(action, dtype=np.float64)
+
+    ones = np.ones(size, dtype=np.float32)
+    high, low = to_env(ones), to_env(-ones)
+    gain, bias = (high - low) / 2, (high + low) / 2
+    probe = np.random.default_rng(0).uniform(-1, 1, size).astype(np.float32)
+    if not np.allclose(to_env(probe), gain * probe + bias, rtol=1e-5, atol=1e-6):
+        names = ", ".join(type(w).__name__ for w in action_wrappers)
+        raise ExportError(f"the env's action wrappers ({names}) do not rescale actions affinely; export cannot "
+                          "put their conversion in the graph")
+    return gain, bias
+
+
+def acting_network(agent: Agent) -> nn.Module:
+    """A CPU module computing ``agent.predict(obs, deterministic=True)`` on a float32 batch."""
+    cfg, policy = agent.cfg, agent.policy
+    env = make_env_factory(cfg)()
+    try:
+        stack = _wrapper_stack(env)
+    finally:
+        env.close()
+    observation_wrappers = [type(w).__name__ for w in stack if isinstance(w, gym.ObservationWrapper)]
+    if observation_wrappers:
+        raise ExportError(f"env '{cfg.env.env_id}' converts its observations in Python "
+                          f"({', '.join(observation_wrappers)}) before the policy sees them; export takes "
+                          "array observations only")
+    action_wrappers = [w for w in stack if isinstance(w, gym.ActionWrapper)]
+    if isinstance(policy, DQNPolicy):
+        if action_wrappers:
+            raise ExportError(f"env '{cfg.env.env_id}' converts discrete actions in Python "
+                              f"({type(action_wrappers[0]).__name__}); export cannot")
+        return GreedyAction(copy.deepcopy(policy.model).cpu())
+    if not isinstance(policy, (SACPolicy, DeterministicActorCritic)):
+        raise ExportError(f"policy.type '{cfg.policy.type}' has no exporter")
+    gain, bias = _affine_action_map(action_wrappers, policy.actor.action_shape)
+    obs_state = policy.acting_state_dict().get("obs_stats")
+    obs_stats = None
+    if obs_state is not None:
+        obs_stats = RunningMeanStd(tuple(obs_state["mean"].shape))
+        obs_stats.load_state_dict(obs_state)
+    return DeterministicAction(copy.deepcopy(policy.actor).cpu(), obs_stats, gain, bias)
+
+
+def _save_onnx(module: nn.Module, example: torch.Tensor, out: Path) -> None:
+    try:
+        import onnx  # noqa: F401 - torch.onnx.export needs it
+    except ImportError:
+        raise MissingDependencyError("rlpipe export --format onnx needs onnx: pip install 'rlpipe[export]'") from None
+    with warnings.catch_warnings():
+        # torch's TorchScript-based ONNX exporter warns that it is deprecated in favour of the
+        # torch.export one, which needs onnxscript besides onnx; this one still serves these MLPs.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(module, (example,), str(out), dynamo=False, opset_version=ONNX_OPSET,
+                          input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
+                          dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
+
+
+def _save_torchscript(module: nn.Module, example: torch.Tensor, out: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated; TorchScript is what was asked
+        torch.jit.trace(module, (example,), check_trace=False).save(str(out))
+
+
+def _save(format: str, module: nn.Module, example: torch.Tensor, out: Path) -> None:
+    """Trace ``module`` on ``example`` into ``out``. The networks' checks of the observation size
+    become constants of the trace (torch warns so): right, since the graph fixes that size."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        SAVERS[format](module, example, out)
+
+
+SAVERS: dict[str, Callable[[nn.Module, torch.Tensor, Path], None]] = {
+    "onnx": _save_onnx, "torchscript": _save_torchscript,
+}
+
+
+def export_run(run: str | Path, out: str | Path, format: str = "onnx") -> ExportedGraph:
+    """Write the acting network of ``run`` (a run directory: its best checkpoint, else its final
+    one; or a checkpoint file) to ``out`` as ``format`` (``onnx`` or ``torchscript``)."""
+    if format not in SAVERS:
+        raise ExportError(f"unknown export format '{format}' (use {' or '.join(FORMATS)})")
+    agent = load(run)
+    module = acting_network(agent).eval().requires_grad_(False)
+    obs_shape = tuple(agent.observation_space.shape or ())
+    example = torch.zeros((2, *obs_shape), dtype=torch.float32)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad():
+        _save(format, module, example, out)
+        action = module(example)
+    kind = "int64 [N]" if action.dtype == torch.int64 else f"float32 [N, {action.shape[1]}]"
+    return ExportedGraph(str(out), format, f"{INPUT_NAME}: float32 [N, {', '.join(map(str, obs_shape))}]",
+                         f"{OUTPUT_NAME}: {kind}")
+

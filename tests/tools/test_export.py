@@ -1,0 +1,94 @@
+"""``rlpipe export``: the ONNX and TorchScript graphs act as ``rlpipe.load(run).predict`` does."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import rlpipe
+from rlpipe.cli.main import main
+from rlpipe.config import load_config
+from rlpipe.recipes.envs import make_env_factory
+from rlpipe.tools.export import ExportError, _affine_action_map, _wrapper_stack
+from tests.cli_errors import one_line_error
+from tests.tiny_run import TINY_RUN
+
+ort = pytest.importorskip("onnxruntime")
+
+RUNS = {
+    "cartpole-dqn": [],
+    "pendulum-sac": ["policy.random_collect_size=50", "policy.model.obs_norm=true"],  # normalisation in the graph
+    "pendulum-td3": ["policy.random_collect_size=50"],
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run(request, tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("runs") / request.param
+    assert main(["train", request.param, *TINY_RUN, *RUNS[request.param], "--run-dir", str(run_dir)]) == 0
+    return run_dir
+
+
+def observations(agent, n: int = 100) -> np.ndarray:
+    """``n`` observations spread over the space (unbounded dimensions cut to [-2, 2]), float32."""
+    space = agent.observation_space
+    low, high = np.maximum(space.low, -2), np.minimum(space.high, 2)
+    return np.random.default_rng(0).uniform(low, high, (n, *space.shape)).astype(np.float32)
+
+
+def export(run: Path, fmt: str, out: Path, capsys) -> dict:
+    assert main(["export", str(run), "--format", fmt, "--out", str(out)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_onnx_acts_as_predict(run, tmp_path, capsys):
+    out = tmp_path / "policy.onnx"
+    printed = export(run, "onnx", out, capsys)
+    agent = rlpipe.load(run)
+    obs = observations(agent)
+    expected = agent.predict(obs, deterministic=True)
+    (actions,) = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"obs": obs})
+    assert actions.shape == expected.shape and actions.dtype == expected.dtype
+    if isinstance(agent.action_space, gym.spaces.Discrete):
+        assert len(np.unique(expected)) > 1  # the observations tell the actions apart
+        np.testing.assert_array_equal(actions, expected)
+        assert printed["output"] == "action: int64 [N]"
+    else:
+        assert np.abs(expected).max() > 0.1  # scaled to Pendulum's [-2, 2], not left in [-1, 1] unchecked
+        np.testing.assert_allclose(actions, expected, rtol=0, atol=1e-5)
+        assert printed["output"] == "action: float32 [N, 1]"
+    assert printed["input"] == f"obs: float32 [N, {obs.shape[1]}]"
+
+
+def test_torchscript_acts_as_predict(run, tmp_path, capsys):
+    out = tmp_path / "policy.pt"
+    export(run, "torchscript", out, capsys)
+    agent = rlpipe.load(run)
+    obs = observations(agent)
+    actions = torch.jit.load(str(out))(torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(actions, agent.predict(obs, deterministic=True), rtol=0, atol=1e-5)
+
+
+def test_the_action_map_is_the_env_factorys_rescaling():
+    env = make_env_factory(load_config("pendulum-sac"))()  # Pendulum's torque is in [-2, 2]
+    gain, bias = _affine_action_map([w for w in _wrapper_stack(env) if isinstance(w, gym.ActionWrapper)], 1)
+    np.testing.assert_allclose(gain, [2.0])
+    np.testing.assert_allclose(bias, [0.0])
+
+
+def test_an_action_map_that_is_not_affine_is_refused():
+    class Cube(gym.ActionWrapper):
+        def action(self, action):
+            return np.asarray(action) ** 3
+
+    with pytest.raises(ExportError, match=r"action wrappers \(Cube\) do not rescale actions affinely"):
+        _affine_action_map([Cube(gym.make("Pendulum-v1"))], 1)
+
+
+def test_a_missing_run_is_one_line(tmp_path, capsys):
+    err = one_line_error(capsys, ["export", str(tmp_path / "nope"), "--out", str(tmp_path / "p.onnx")])
+    assert "no run directory or checkpoint at" in err
