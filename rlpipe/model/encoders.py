@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -121,11 +122,16 @@ def as_shape(obs_shape: ObsShape) -> tuple[int, ...]:
     return shape
 
 
+def obs_size(obs_shape: ObsShape) -> int:
+    """The number of values in one observation of ``obs_shape``."""
+    return prod(as_shape(obs_shape))
+
+
 def observation_space(obs: ObsShape | spaces.Space[Any]) -> spaces.Space[Any]:
     """``obs`` as a space: a shape (``policy.model.obs_shape``) is an unbounded float32 ``Box``."""
     if isinstance(obs, spaces.Space):
         return obs
-    return spaces.Box(-float("inf"), float("inf"), as_shape(obs), dtype="float32")
+    return spaces.Box(-np.inf, np.inf, as_shape(obs), dtype=np.float32)
 
 
 def check_sizes(obs_shape: ObsShape | spaces.Space[Any], action_shape: int) -> None:
@@ -140,7 +146,7 @@ def flat_size(space: spaces.Space[Any]) -> int:
         return sum(flat_size(sub) for sub in space.spaces.values())
     if isinstance(space, spaces.Box):
         return prod(space.shape)
-    raise ValueError(f"the mlp encoder reads Box or Dict observations, got {space}")
+    raise ValueError(f"the mlp encoder reads Box or Dict observations, got {describe(space)}")
 
 
 def dict_keys(space: spaces.Dict) -> tuple[str, ...]:
@@ -176,9 +182,18 @@ def encoder_kind(observation_space: spaces.Space[Any], kind: str = "auto") -> st
     ):
         return "mlp"
     raise ValueError(
-        f"no encoder is chosen automatically for observations {space}; the mlp encoder reads flat Box "
-        "observations and dicts of them (set policy.model.encoder=mlp to flatten others)"
+        f"no encoder is chosen automatically for observations {describe(space)}; the mlp encoder reads flat "
+        "Box observations and dicts of them (set policy.model.encoder=mlp to flatten others)"
     )
+
+
+def describe(space: spaces.Space[Any]) -> str:
+    """``space`` in one line: a ``Box`` by its shape and dtype (its bounds print over many lines)."""
+    if isinstance(space, spaces.Box):
+        return f"Box(shape={space.shape}, dtype={space.dtype})"
+    if isinstance(space, spaces.Dict):
+        return "Dict(" + ", ".join(f"{key}: {describe(sub)}" for key, sub in space.spaces.items()) + ")"
+    return " ".join(str(space).split())
 
 
 def make_encoder(observation_space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:

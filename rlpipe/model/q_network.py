@@ -43,7 +43,7 @@ class DQN(nn.Module):
             self.head = nn.Linear(n_features, self.action_shape)
 
     def forward(self, obs: Any) -> torch.Tensor:
-        """``obs`` ``[B, *obs_shape]`` in any dtype (a dict of them for a ``Dict`` space) -> ``q`` ``[B, action_shape]``."""
+        """``obs`` ``[B, *obs_shape]`` in any dtype (a dict of them for a ``Dict`` space) -> ``q`` ``[B, A]``."""
         h = self.encoder(obs)
         if not self.dueling:
             return self.head(h)

@@ -44,7 +44,7 @@ class ExplorationRng:
         self.generator = np.random.default_rng(seed)
 
     def state_dict(self) -> dict[str, Any]:
-        return self.generator.bit_generator.state
+        return dict(self.generator.bit_generator.state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator.bit_generator.state = state
