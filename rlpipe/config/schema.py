@@ -20,6 +20,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from typing_extensions import TypeAliasType
 
 
 class _Strict(BaseModel):
@@ -86,8 +87,10 @@ def _obs_shape(value: Any) -> int | tuple[int, ...]:
     return sizes[0] if len(sizes) == 1 else tuple(sizes)
 
 
+Shape = TypeAliasType("Shape", int | tuple[int, ...])
+"""Named, so that ``rlpipe config show`` calls it a shape."""
 ObsShape = Annotated[
-    int | tuple[int, ...],
+    Shape,
     PlainValidator(_obs_shape),
     PlainSerializer(lambda shape: shape if isinstance(shape, int) else list(shape)),
 ]
