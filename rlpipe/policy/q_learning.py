@@ -57,7 +57,9 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     ``learn.learning_rate``, ``learn.target_theta`` (Polyak steps every update when set) and
     ``learn.target_update_freq`` (else hard copies every that many updates), besides what
     :class:`~rlpipe.policy.frame.PolicyFrame` reads. ``model`` replaces the network
-    :meth:`build_model` would build from ``cfg.model``; ``seed`` seeds exploration.
+    :meth:`build_model` would build from ``cfg.model``: it receives observations on the
+    policy's device in the dtype they came in (start it with
+    :func:`~rlpipe.model.encoders.make_encoder` to have them converted). ``seed`` seeds exploration.
 
     Metrics returned by ``learn_mode.forward``:
         total_loss  the loss of the step.
