@@ -9,8 +9,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    PositiveFloat,
+    PositiveInt,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
+from typing_extensions import TypeAliasType
 
 from rlpipe.config.algorithms import ALGORITHM_SECTIONS, ALGORITHMS, ActionKind, PolicyType, TargetUpdate
 
@@ -64,8 +76,40 @@ class EnvConfig(_Strict):
     )
 
 
+_POSITIVE_INT: TypeAdapter[int] = TypeAdapter(PositiveInt)
+
+
+def _obs_shape(value: Any) -> int | tuple[int, ...]:
+    """A vector's size (``4``, also written ``[4]``, as older configs and checkpoints have it) or a
+    longer shape as a tuple."""
+    try:
+        sizes = [_POSITIVE_INT.validate_python(n) for n in (value if isinstance(value, (list, tuple)) else [value])]
+    except ValidationError:
+        sizes = []
+    if not sizes:
+        raise ValueError(f"must be a positive size or a list of positive sizes, got {value!r}")
+    return sizes[0] if len(sizes) == 1 else tuple(sizes)
+
+
+Shape = TypeAliasType("Shape", int | tuple[int, ...])
+"""Named, so that ``rlpipe config show`` calls it a shape."""
+ObsShape = Annotated[
+    Shape,
+    PlainValidator(_obs_shape),
+    PlainSerializer(lambda shape: shape if isinstance(shape, int) else list(shape)),
+]
+"""An observation shape: the size of a vector (``4``), or a longer shape (``[84, 84, 4]``)."""
+
+
 class ModelConfig(_Strict):
-    obs_shape: PositiveInt | None = Field(None, description="Observation size; None: taken from the env.")
+    obs_shape: ObsShape | None = Field(
+        None, description="Observation shape: a vector's size (4) or a shape ([84, 84, 4]); None: taken from the env."
+    )
+    encoder: Literal["auto", "mlp"] = Field(
+        "auto",
+        description="The networks' first part, which reads the observations: auto chooses from the env's "
+        "observation space (mlp for vectors and dicts of them).",
+    )
     action_shape: PositiveInt | None = Field(
         None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg, crossq); None: from the env."
     )

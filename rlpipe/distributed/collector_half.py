@@ -58,7 +58,7 @@ class CollectorHalf:
         """
         if weights is not None:
             self._version, state = weights
-            self._policy.load_acting_state_dict(state)  # type: ignore[attr-defined]
+            self._policy.load_acting_state_dict(state)
         if not self._started and learner_env_step > 0:
             self._env.reset(seed=self._seed + learner_env_step)
         self._started = True

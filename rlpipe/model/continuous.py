@@ -11,44 +11,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import Any
 
 import torch
+from gymnasium import spaces
 from torch import nn
 
 from rlpipe.model.batch_renorm import BatchRenorm
+from rlpipe.model.encoders import EncoderConfig, ObsShape, check_sizes, make_encoder, observation_space
 
 LOG_STD_MIN = -20.0
 LOG_STD_MAX = 2.0
 _LOG_2 = math.log(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _check_sizes(obs_shape: int, action_shape: int) -> None:
-    if obs_shape <= 0 or action_shape <= 0:
-        raise ValueError(f"obs_shape and action_shape must be positive, got {obs_shape} and {action_shape}")
-
-
-def _check_obs(obs: torch.Tensor, obs_shape: int) -> None:
-    if obs.shape[-1] != obs_shape:
-        raise ValueError(f"model expects observations of size {obs_shape}, got shape {tuple(obs.shape)}")
-
-
-def _mlp(in_size: int, hidden: Sequence[int], batch_renorm: bool = False) -> nn.Sequential:
-    """Linear and ReLU layers; with ``batch_renorm`` the input and each ReLU's output are
-    batch-renormalised (CrossQ's placement)."""
-    layers: list[nn.Module] = [BatchRenorm(in_size)] if batch_renorm else []
-    for size in hidden:
-        layers += [nn.Linear(in_size, size), nn.ReLU(inplace=True)]  # Linear's backward needs no output
-        if batch_renorm:
-            layers.append(BatchRenorm(size))
-        in_size = size
-    return nn.Sequential(*layers)
-
-
-def _run(layers: nn.Sequential, h: torch.Tensor) -> torch.Tensor:
-    for layer in layers:  # inline Sequential.forward: one module call less per batch
-        h = layer(h)
-    return h
 
 
 class EnsembleLinear(nn.Module):
@@ -100,9 +75,10 @@ class EnsembleLinear(nn.Module):
 
 
 class EnsembleQ(nn.Module):
-    """``n_critics`` Q-functions ``Q_i(s, a)``, each an MLP on ``concat(obs, action)``.
+    """``n_critics`` Q-functions ``Q_i(s, a)``, each an MLP on ``concat(encoder(obs), action)``.
 
-    ``forward(obs [B, obs_shape], action [B, action_shape])`` returns ``q`` ``[n_critics, B]``;
+    ``forward(obs [B, *obs_shape], action [B, action_shape])`` returns ``q`` ``[n_critics, B]``;
+    the encoder has no hidden layers of its own (for vectors: the observation as float32);
     the members share no weights, only the batched matrix products that evaluate them. With
     ``batch_renorm`` (CrossQ) each member renormalises its input and each hidden ReLU's output
     with its own :class:`BatchRenorm` statistics.
@@ -110,30 +86,32 @@ class EnsembleQ(nn.Module):
 
     def __init__(
         self,
-        obs_shape: int,
+        obs_shape: ObsShape | spaces.Space[Any],
         action_shape: int,
         hidden: Sequence[int] = (256, 256),
         n_critics: int = 2,
         batch_renorm: bool = False,
+        encoder: str = "auto",
     ) -> None:
         super().__init__()
-        _check_sizes(obs_shape, action_shape)
+        check_sizes(obs_shape, action_shape)
         if n_critics <= 0:
             raise ValueError(f"n_critics must be positive, got {n_critics}")
-        self.obs_shape, self.action_shape, self.n_critics = int(obs_shape), int(action_shape), int(n_critics)
-        sizes = [self.obs_shape + self.action_shape, *hidden, 1]
+        self.action_shape, self.n_critics = int(action_shape), int(n_critics)
+        self.encoder, n_features = make_encoder(observation_space(obs_shape), EncoderConfig((), encoder))
+        sizes = [n_features + self.action_shape, *hidden, 1]
         self.layers = nn.ModuleList(
             EnsembleLinear(i, o, self.n_critics) for i, o in pairwise(sizes)
         )
         # norms[i] renormalises the input of layers[i]
         self.norms = nn.ModuleList(BatchRenorm(i, self.n_critics) for i in sizes[:-1]) if batch_renorm else None
 
-    def forward(self, obs: torch.Tensor, action: torch.Tensor, members: int | None = None) -> torch.Tensor:
+    def forward(self, obs: Any, action: torch.Tensor, members: int | None = None) -> torch.Tensor:
         """``q`` ``[n, B]`` of the first ``members`` critics (all when None; always all with
         ``batch_renorm``, whose statistics are kept per member)."""
         if members is not None and self.norms is not None:
             raise ValueError("EnsembleQ with batch_renorm evaluates all its members (members must be None)")
-        h = torch.cat([obs, action], dim=-1)
+        h = torch.cat([self.encoder(obs), action], dim=-1)
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
             if self.norms is not None:
@@ -153,24 +131,27 @@ class SquashedGaussianActor(nn.Module):
     """
 
     def __init__(
-        self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256), batch_renorm: bool = False
+        self,
+        obs_shape: ObsShape | spaces.Space[Any],
+        action_shape: int,
+        hidden: Sequence[int] = (256, 256),
+        batch_renorm: bool = False,
+        encoder: str = "auto",
     ) -> None:
         super().__init__()
-        _check_sizes(obs_shape, action_shape)
-        self.obs_shape, self.action_shape = int(obs_shape), int(action_shape)
-        self.trunk = _mlp(self.obs_shape, hidden, batch_renorm)
-        last = hidden[-1] if len(hidden) else self.obs_shape
+        check_sizes(obs_shape, action_shape)
+        self.action_shape = int(action_shape)
+        self.trunk, last = make_encoder(observation_space(obs_shape), EncoderConfig(hidden, encoder, batch_renorm))
         self.mean_head = nn.Linear(last, self.action_shape)
         self.log_std_head = nn.Linear(last, self.action_shape)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``obs`` ``[B, obs_shape]`` -> ``mean`` and clamped ``log_std``, each ``[B, action_shape]``."""
-        _check_obs(obs, self.obs_shape)
-        h = _run(self.trunk, obs)
+    def forward(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """``obs`` ``[B, *obs_shape]`` -> ``mean`` and clamped ``log_std``, each ``[B, action_shape]``."""
+        h = self.trunk(obs)
         return self.mean_head(h), self.log_std_head(h).clamp(LOG_STD_MIN, LOG_STD_MAX)
 
     def sample(
-        self, obs: torch.Tensor, generator: torch.Generator | None = None
+        self, obs: Any, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised sample ``a`` ``[B, action_shape]`` and its ``log_pi`` ``[B]``.
 
@@ -181,7 +162,7 @@ class SquashedGaussianActor(nn.Module):
         u = mean + log_std.exp() * eps
         return torch.tanh(u), squashed_gaussian_log_prob(u, eps, log_std)
 
-    def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+    def deterministic(self, obs: Any) -> torch.Tensor:
         """The mode of the squashed mean, ``tanh(mean)`` ``[B, action_shape]``."""
         return torch.tanh(self(obs)[0])
 
@@ -201,14 +182,19 @@ def squashed_gaussian_log_prob(u: torch.Tensor, eps: torch.Tensor, log_std: torc
 class DeterministicActor(nn.Module):
     """TD3's and DDPG's policy: ``a = tanh(MLP(s))`` ``[B, action_shape]``."""
 
-    def __init__(self, obs_shape: int, action_shape: int, hidden: Sequence[int] = (256, 256)) -> None:
+    def __init__(
+        self,
+        obs_shape: ObsShape | spaces.Space[Any],
+        action_shape: int,
+        hidden: Sequence[int] = (256, 256),
+        encoder: str = "auto",
+    ) -> None:
         super().__init__()
-        _check_sizes(obs_shape, action_shape)
-        self.obs_shape, self.action_shape = int(obs_shape), int(action_shape)
-        self.trunk = _mlp(self.obs_shape, hidden)
-        self.head = nn.Linear(hidden[-1] if len(hidden) else self.obs_shape, self.action_shape)
+        check_sizes(obs_shape, action_shape)
+        self.action_shape = int(action_shape)
+        self.trunk, last = make_encoder(observation_space(obs_shape), EncoderConfig(hidden, encoder))
+        self.head = nn.Linear(last, self.action_shape)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """``obs`` ``[B, obs_shape]`` -> ``a`` ``[B, action_shape]`` in ``[-1, 1]``."""
-        _check_obs(obs, self.obs_shape)
-        return torch.tanh(self.head(_run(self.trunk, obs)))
+    def forward(self, obs: Any) -> torch.Tensor:
+        """``obs`` ``[B, *obs_shape]`` -> ``a`` ``[B, action_shape]`` in ``[-1, 1]``."""
+        return torch.tanh(self.head(self.trunk(obs)))

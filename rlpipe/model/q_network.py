@@ -1,56 +1,50 @@
-"""Q-networks for discrete actions: an MLP encoder with a linear or dueling head."""
+"""Q-networks for discrete actions: an encoder with a linear or dueling head."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
+from gymnasium import spaces
 from torch import nn
+
+from rlpipe.model.encoders import EncoderConfig, ObsShape, check_sizes, make_encoder, observation_space
 
 
 class DQN(nn.Module):
-    """Maps observations ``[B, obs_shape]`` to action values ``q`` ``[B, action_shape]``.
+    """Maps observations ``[B, *obs_shape]`` to action values ``q`` ``[B, action_shape]``.
 
-    The encoder is ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``. With
-    ``dueling`` the head splits into a state value ``v`` and advantages ``adv``, combined as
-    ``q = v + adv - mean(adv)`` (Wang et al., 2016) so that ``v`` and ``adv`` are identifiable.
+    ``obs_shape`` is a shape or an observation space; the encoder is chosen from it
+    (:func:`~rlpipe.model.encoders.make_encoder`: for vectors ``Linear -> ReLU`` per entry of
+    ``encoder_hidden_size_list``). With ``dueling`` the head splits into a state value ``v`` and
+    advantages ``adv``, combined as ``q = v + adv - mean(adv)`` (Wang et al., 2016) so that
+    ``v`` and ``adv`` are identifiable.
     """
 
     def __init__(
         self,
-        obs_shape: int,
+        obs_shape: ObsShape | spaces.Space[Any],
         action_shape: int,
         encoder_hidden_size_list: Sequence[int] = (64, 64),
         dueling: bool = False,
+        encoder: str = "auto",
     ) -> None:
         super().__init__()
-        if obs_shape <= 0 or action_shape <= 0:
-            raise ValueError(
-                f"obs_shape and action_shape must be positive, got {obs_shape} and {action_shape}"
-            )
-        self.obs_shape = int(obs_shape)
+        check_sizes(obs_shape, action_shape)
         self.action_shape = int(action_shape)
         self.dueling = dueling
-        layers: list[nn.Module] = []
-        in_size = self.obs_shape
-        for size in encoder_hidden_size_list:
-            layers += [nn.Linear(in_size, size), nn.ReLU()]
-            in_size = size
-        self.encoder = nn.Sequential(*layers)
+        self.encoder, n_features = make_encoder(
+            observation_space(obs_shape), EncoderConfig(encoder_hidden_size_list, encoder)
+        )
         if dueling:
-            self.value_head = nn.Linear(in_size, 1)
-            self.advantage_head = nn.Linear(in_size, self.action_shape)
+            self.value_head = nn.Linear(n_features, 1)
+            self.advantage_head = nn.Linear(n_features, self.action_shape)
         else:
-            self.head = nn.Linear(in_size, self.action_shape)
+            self.head = nn.Linear(n_features, self.action_shape)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """``obs`` ``[B, obs_shape]`` float -> ``q`` ``[B, action_shape]``."""
-        if obs.shape[-1] != self.obs_shape:
-            raise ValueError(
-                f"model expects observations of size {self.obs_shape}, got shape {tuple(obs.shape)}"
-            )
-        h = obs
-        for layer in self.encoder:  # inline Sequential.forward: one module call less per batch
-            h = layer(h)
+    def forward(self, obs: Any) -> torch.Tensor:
+        """``obs`` ``[B, *obs_shape]`` in any dtype (a dict of them for a ``Dict`` space) -> ``q`` ``[B, A]``."""
+        h = self.encoder(obs)
         if not self.dueling:
             return self.head(h)
         v = self.value_head(h)

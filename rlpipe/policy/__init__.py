@@ -2,6 +2,8 @@
 from rlpipe.policy.base import Policy, PolicyMode
 from rlpipe.policy.crossq import CrossQPolicy
 from rlpipe.policy.dqn import DQNPolicy, dqn_td_loss
+from rlpipe.policy.frame import PolicyFrame
+from rlpipe.policy.q_learning import QLearningPolicy, QLoss
 from rlpipe.policy.sac import SACPolicy, sac_actor_loss, sac_alpha_loss, sac_critic_loss, sac_td_target
 from rlpipe.policy.td3 import DDPGPolicy, TD3Policy, td3_actor_loss, td3_critic_loss, td3_target_action, td3_td_target
 
@@ -10,7 +12,10 @@ __all__ = [
     "DDPGPolicy",
     "DQNPolicy",
     "Policy",
+    "PolicyFrame",
     "PolicyMode",
+    "QLearningPolicy",
+    "QLoss",
     "SACPolicy",
     "TD3Policy",
     "dqn_td_loss",

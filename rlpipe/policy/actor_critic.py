@@ -1,70 +1,33 @@
-"""What the actor-critic policies (SAC, TD3, DDPG, CrossQ) share: batches as tensors, one optimizer
-step, Polyak averaging, critics frozen for the actor step, the policy's own generators, and
-:class:`ActorCriticPolicy`, the frame around each update rule."""
+"""What the actor-critic policies (SAC, TD3, DDPG, CrossQ) share: one optimizer step, Polyak
+averaging, critics frozen for the actor step, the policy's own generators, and
+:class:`ActorCriticPolicy`, the frame around each update rule (on :class:`~rlpipe.policy.frame.PolicyFrame`)."""
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple, get_args
+from typing import Any, get_args
 
 import numpy as np
 import torch
 from torch import nn
 
 from rlpipe.config.schema import Precision
-from rlpipe.policy.base import PolicyMode
-from rlpipe.policy.optim import adam_betas_of
+from rlpipe.policy.frame import ArrayLike, Observation, PolicyFrame, TransitionBatch, model_shapes
 from rlpipe.utils.running_stats import RunningMeanStd
 
 logger = logging.getLogger(__name__)
-ArrayLike = np.ndarray | torch.Tensor
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 """Values of ``learn.precision``."""
 OBS_NORM_CLIP = 5.0
 """With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
 
-class ContinuousBatch(NamedTuple):
-    """A learning batch as tensors on the policy's device (``B`` rows)."""
-
-    obs: torch.Tensor  # [B, obs_dim]
-    action: torch.Tensor  # [B, action_dim], in [-1, 1]
-    reward: torch.Tensor  # [B]
-    next_obs: torch.Tensor  # [B, obs_dim]
-    terminated: torch.Tensor  # [B], float 1.0 where there is no bootstrap
-    value_gamma: torch.Tensor | float  # [B] or the scalar gamma
-    weight: torch.Tensor | None  # [B] importance weights
-
-
-def continuous_batch(
-    batch: Mapping[str, ArrayLike], device: torch.device, gamma: float, nstep: int
-) -> ContinuousBatch:
-    """Convert a columnar batch; ``value_gamma`` falls back to ``gamma`` only for 1-step returns."""
-
-    def tensor(key: str) -> torch.Tensor:
-        return torch.as_tensor(batch[key], dtype=torch.float32, device=device)
-
-    if "value_gamma" in batch:
-        value_gamma: torch.Tensor | float = tensor("value_gamma")
-    elif nstep == 1:
-        value_gamma = gamma
-    else:
-        raise ValueError(f"cfg.nstep is {nstep} but the batch has no 'value_gamma' column")
-    return ContinuousBatch(
-        tensor("obs"), tensor("action"), tensor("reward"), tensor("next_obs"), tensor("terminated"),
-        value_gamma, tensor("weight") if "weight" in batch else None,
-    )
-
-
-def check_model_cfg(model_cfg: Any) -> tuple[int, int, list[int]]:
-    """``(obs_shape, action_shape, hidden sizes)`` from ``cfg.model``, which must know the env's sizes."""
-    if model_cfg.obs_shape is None or model_cfg.action_shape is None:
-        raise ValueError(
-            "cfg.model.obs_shape and cfg.model.action_shape must be set (from the env) to build the model"
-        )
-    return int(model_cfg.obs_shape), int(model_cfg.action_shape), list(model_cfg.encoder_hidden_size_list)
+def check_model_cfg(model_cfg: Any) -> tuple[tuple[int, ...], int, list[int], str]:
+    """``(obs_shape, action_shape, hidden sizes, encoder)`` from ``cfg.model``, which must know the
+    env's sizes (``encoder`` absent, as in the seed's configs, is ``auto``)."""
+    obs_shape, action_shape = model_shapes(model_cfg)
+    return obs_shape, action_shape, list(model_cfg.encoder_hidden_size_list), getattr(model_cfg, "encoder", "auto")
 
 
 def target_theta_of(learn_cfg: Any) -> float:
@@ -136,67 +99,59 @@ class Generators:
         self.learn.set_state(state["learn"])
 
 
-class ActorCriticPolicy(ABC):
+class ActorCriticPolicy(PolicyFrame[Generators]):
     """The frame of SAC, TD3, DDPG and CrossQ around their update rule.
 
-    It reads the settings every actor-critic shares (``discount_factor``, ``nstep``, ``cuda``,
-    ``learn.grad_clip``, ``learn.precision``, ``learn.adam_betas``, ``model.obs_norm``), owns the
-    device, the update counter, the generators and the observation statistics, and wires the three
-    modes (``learn_mode`` under bfloat16 autocast with ``precision: bf16-mixed``).
+    On top of :class:`~rlpipe.policy.frame.PolicyFrame` (device, counter, modes, batches, state
+    dicts) it reads ``learn.precision`` and ``model.obs_norm``, owns the two generators
+    (:class:`Generators`) and the observation statistics, and runs ``learn_mode`` under
+    bfloat16 autocast with ``precision: bf16-mixed``.
 
     Observation normalisation (``model.obs_norm``; absent means off). Every network sees
     observations normalised by running statistics of the observations of the learning
     batches, updated before each update; with HER they include the relabelled goals, the
     goals the critics learn about (as in the HER paper). Goal-reaching robots need it: their
     positions differ by centimetres around a metre (SB3's zoo normalises for them too).
+    The statistics are of float features, so normalised observations are float32 before the
+    encoders see them.
 
     A subclass builds its networks and optimizers, names each checkpointed one in
     :attr:`checkpointed`, and defines the three ``_forward_*``.
     """
 
     acting: tuple[str, ...] = ("actor",)
-    """Attributes (modules) ``collect_mode`` acts with: what a remote collector takes from the learner."""
-    checkpointed: tuple[str, ...] = ()
-    """Attributes with ``state_dict``/``load_state_dict`` (modules, optimizers) a checkpoint holds."""
 
     def __init__(self, cfg: Any, seed: int) -> None:
-        self._gamma = float(cfg.discount_factor)
-        self._nstep = int(cfg.nstep)
-        self._grad_clip = None if cfg.learn.grad_clip is None else float(cfg.learn.grad_clip)
-        self._adam_betas = adam_betas_of(cfg.learn)
-        self._device = torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
-        self._train_iter = 0
-        self._rng = Generators(seed, self._device)
+        super().__init__(cfg, seed)
         obs_norm = bool(getattr(cfg.model, "obs_norm", False))
-        self._obs_stats = RunningMeanStd((check_model_cfg(cfg.model)[0],)) if obs_norm else None
-        self.learn_mode = PolicyMode(self._learn_under_autocast if self._bf16_mixed(cfg.learn) else self._forward_learn)
-        self.collect_mode = PolicyMode(self._forward_collect)
-        self.eval_mode = PolicyMode(self._forward_eval)
+        self._obs_stats = RunningMeanStd(check_model_cfg(cfg.model)[0]) if obs_norm else None
 
-    @property
-    def train_iter(self) -> int:
-        """Gradient updates of the critics taken so far."""
-        return self._train_iter
+    def _make_rng(self, seed: int) -> Generators:
+        return Generators(seed, self._device)
 
-    def seed(self, seed: int) -> None:
-        """Reseed the exploration generator of ``collect_mode``."""
-        self._rng.seed(seed)
+    def _learn_function(self, learn_cfg: Any) -> Callable[[Mapping[str, ArrayLike]], dict[str, Any]]:
+        return self._learn_under_autocast if self._bf16_mixed(learn_cfg) else self._forward_learn
 
-    def _obs(self, obs: ArrayLike) -> torch.Tensor:
-        """Observations as the networks see them: a float32 tensor, normalised with ``obs_norm``."""
-        return self._normalized(torch.as_tensor(obs, dtype=torch.float32, device=self._device))
+    def _obs(self, obs: ArrayLike) -> Observation:
+        """Observations as the networks take them: on the device, normalised with ``obs_norm``."""
+        return self._normalized(self._observations(obs))
 
-    def _normalized(self, obs: torch.Tensor) -> torch.Tensor:
-        return obs if self._obs_stats is None else self._obs_stats.normalize(obs, OBS_NORM_CLIP)
+    def _normalized(self, obs: Observation) -> Observation:
+        if self._obs_stats is None:
+            return obs
+        assert isinstance(obs, torch.Tensor), "model.obs_norm normalises flat observations"
+        return self._obs_stats.normalize(obs.to(torch.float32), OBS_NORM_CLIP)
 
-    def _learn_batch(self, batch: Mapping[str, ArrayLike]) -> ContinuousBatch:
+    def _learn_batch(self, batch: Mapping[str, ArrayLike]) -> TransitionBatch:
         """The learning batch as tensors; with ``obs_norm`` its observations update the statistics
         first, then both ``obs`` and ``next_obs`` are normalised."""
-        b = continuous_batch(batch, self._device, self._gamma, self._nstep)
+        b = super()._learn_batch(batch)
         if self._obs_stats is None:
             return b
-        self._obs_stats.update(b.obs)
-        return b._replace(obs=self._normalized(b.obs), next_obs=self._normalized(b.next_obs))
+        assert isinstance(b.obs, torch.Tensor), "model.obs_norm normalises flat observations"
+        obs = b.obs.to(torch.float32)
+        self._obs_stats.update(obs)
+        return b._replace(obs=self._normalized(obs), next_obs=self._normalized(b.next_obs))
 
     def _bf16_mixed(self, learn_cfg: Any) -> bool:
         """Whether ``learn.precision`` (absent means fp32) asks for bfloat16 products in the updates."""
@@ -216,49 +171,32 @@ class ActorCriticPolicy(ABC):
         with torch.autocast(self._device.type, dtype=torch.bfloat16):
             return self._forward_learn(batch)
 
-    @abstractmethod
-    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...
-
-    @abstractmethod
-    def _forward_collect(self, obs: ArrayLike, **ignored: Any) -> np.ndarray: ...
-
-    @abstractmethod
-    def _forward_eval(self, obs: ArrayLike) -> np.ndarray: ...
-
     def state_dict(self) -> dict[str, Any]:
-        """Every part named in :attr:`checkpointed`, the update counter, both generators' states
-        and, with ``obs_norm``, the observation statistics.
-
-        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
-        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
-        """
-        state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
+        """The frame's state (parts, update counter, both generators) and, with ``obs_norm``, the
+        observation statistics."""
+        state = super().state_dict()
         if self._obs_stats is not None:
             state["obs_stats"] = self._obs_stats.state_dict()
-        return {**state, "train_iter": self._train_iter, "rng": self._rng.state_dict()}
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore everything :meth:`state_dict` returned."""
+        if self._obs_stats is not None and "obs_stats" not in state_dict:
+            raise ValueError("the policy normalises observations (model.obs_norm) but the state has no obs_stats")
+        super().load_state_dict(state_dict)
+        if self._obs_stats is not None:
+            self._obs_stats.load_state_dict(state_dict["obs_stats"])
 
     def acting_state_dict(self) -> dict[str, Any]:
-        """What ``collect_mode`` acts with: the parts in :attr:`acting` and, with ``obs_norm``, the
-        observation statistics (what a remote collector needs; no critic, optimizer or generator)."""
-        state = {name: getattr(self, name).state_dict() for name in self.acting}
+        """What ``collect_mode`` acts with: the actor and, with ``obs_norm``, the observation
+        statistics (what a remote collector needs; no critic, optimizer or generator)."""
+        state = super().acting_state_dict()
         if self._obs_stats is not None:
             state["obs_stats"] = self._obs_stats.state_dict()
         return state
 
     def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Take what :meth:`acting_state_dict` returned; the rest (critics, generators, ...) stays."""
-        for name in self.acting:
-            getattr(self, name).load_state_dict(state_dict[name])
+        super().load_acting_state_dict(state_dict)
         if self._obs_stats is not None:
             self._obs_stats.load_state_dict(state_dict["obs_stats"])
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Restore everything :meth:`state_dict` returned."""
-        for name in self.checkpointed:
-            getattr(self, name).load_state_dict(state_dict[name])
-        if self._obs_stats is not None:
-            if "obs_stats" not in state_dict:
-                raise ValueError("the policy normalises observations (model.obs_norm) but the state has no obs_stats")
-            self._obs_stats.load_state_dict(state_dict["obs_stats"])
-        self._train_iter = int(state_dict["train_iter"])
-        self._rng.load_state_dict(state_dict["rng"])

@@ -2,12 +2,14 @@
 
 The middleware call ``policy.learn_mode.forward(batch)`` (one gradient step),
 ``policy.collect_mode.forward(obs, eps)`` (exploring actions) and
-``policy.eval_mode.forward(obs)`` (greedy actions), and checkpoint through
-``state_dict``/``load_state_dict``. Nothing else about a policy is visible to them.
+``policy.eval_mode.forward(obs)`` (greedy actions), checkpoint through
+``state_dict``/``load_state_dict``, and hand the acting part of a learner's policy to remote
+collectors through ``acting_state_dict``/``load_acting_state_dict``. Nothing else about a
+policy is visible to them.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 
@@ -33,3 +35,7 @@ class Policy(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
+
+    def acting_state_dict(self) -> dict[str, Any]: ...
+
+    def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None: ...

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from rlpipe.policy.actor_critic import ArrayLike, gradient_step, training
+from rlpipe.policy.frame import joined
 from rlpipe.policy.sac import SACPolicy, sac_critic_loss, sac_td_target
 
 
@@ -57,8 +58,8 @@ class CrossQPolicy(SACPolicy):
         with torch.no_grad():
             next_action, next_log_pi = self.actor.sample(b.next_obs, self._rng.learn)
         with training(self.critic):
-            q_joint = self.critic(torch.cat([b.obs, b.next_obs]), torch.cat([b.action, next_action]))
-        q, next_q = q_joint.split(b.obs.shape[0], dim=1)
+            q_joint = self.critic(joined(b.obs, b.next_obs), torch.cat([b.action, next_action]))
+        q, next_q = q_joint.split(b.reward.shape[0], dim=1)
         td_target = sac_td_target(b.reward, b.terminated, b.value_gamma, next_q.detach(), next_log_pi, alpha)
         critic_loss, td_error = sac_critic_loss(q, td_target, b.weight)
         gradient_step(self.critic_optimizer, self._critic_params, critic_loss, self._grad_clip)

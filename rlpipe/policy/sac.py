@@ -47,6 +47,7 @@ from rlpipe.policy.actor_critic import (
     target_theta_of,
     training,
 )
+from rlpipe.policy.frame import Observation
 from rlpipe.policy.optim import make_adam
 
 
@@ -125,12 +126,12 @@ class SACPolicy(ActorCriticPolicy):
     def __init__(self, cfg: Any, seed: int = 0) -> None:
         super().__init__(cfg, seed)
         learn = cfg.learn
-        obs_shape, action_shape, hidden = check_model_cfg(cfg.model)
+        obs_shape, action_shape, hidden, encoder = check_model_cfg(cfg.model)
         self._auto_alpha = bool(learn.auto_alpha)
         self._target_entropy = float(-action_shape if learn.target_entropy is None else learn.target_entropy)
 
-        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden, self.batch_renorm).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm).to(self._device)
+        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden, self.batch_renorm, encoder).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm, encoder).to(self._device)
         self.log_alpha = torch.tensor(
             math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha
         )
@@ -173,7 +174,7 @@ class SACPolicy(ActorCriticPolicy):
         self._train_iter += 1
         return self._learn_output(critic_loss, q, td_error, alpha, actor_metrics)
 
-    def _actor_step(self, obs: torch.Tensor, alpha: torch.Tensor) -> list[torch.Tensor]:
+    def _actor_step(self, obs: Observation, alpha: torch.Tensor) -> list[torch.Tensor]:
         """One step of the actor on ``alpha * log_pi - min_i Q_i`` (critics just updated, their
         weights frozen) and, with ``auto_alpha``, of the temperature in the same backward pass
         and Adam step. Returns ``[actor_loss, entropy]`` (``+ [alpha_loss]``), detached."""

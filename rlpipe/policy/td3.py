@@ -100,7 +100,7 @@ class DeterministicActorCritic(ActorCriticPolicy):
     ) -> None:
         super().__init__(cfg, seed)
         learn = cfg.learn
-        obs_shape, action_shape, hidden = check_model_cfg(cfg.model)
+        obs_shape, action_shape, hidden, encoder = check_model_cfg(cfg.model)
         if actor_update_freq <= 0:
             raise ValueError(f"actor_update_freq must be positive, got {actor_update_freq}")
         self._actor_update_freq = int(actor_update_freq)
@@ -108,8 +108,8 @@ class DeterministicActorCritic(ActorCriticPolicy):
         self._explore_sigma = float(cfg.collect.noise_sigma)
         self._target_theta = target_theta_of(learn)
 
-        self.actor = DeterministicActor(obs_shape, action_shape, hidden).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics).to(self._device)
+        self.actor = DeterministicActor(obs_shape, action_shape, hidden, encoder).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics, encoder=encoder).to(self._device)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor), self._adam_betas)

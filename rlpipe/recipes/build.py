@@ -20,6 +20,7 @@ from rlpipe.config.algorithms import ALGORITHMS, ActionKind
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
+from rlpipe.model.encoders import describe, encoder_kind, obs_size
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
@@ -54,19 +55,25 @@ def _action_size(cfg: Config, action_space: gym.Space) -> int:
 def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
     """Take the model's input and output sizes from the environment, checking any set in the config."""
     obs_space = env.observation_space
-    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-        raise ConfigError(f"env '{cfg.env.env_id}' has observations {obs_space}; the MLP model needs a flat Box")
-    sizes = {"obs_shape": int(obs_space.shape[0]), "action_shape": _action_size(cfg, env.action_space)}
+    if not isinstance(obs_space, gym.spaces.Box):
+        raise ConfigError(f"env '{cfg.env.env_id}' has observations {describe(obs_space)}; the models need a Box")
+    try:
+        encoder_kind(obs_space, cfg.policy.model.encoder)
+    except ValueError as err:
+        raise ConfigError(f"env '{cfg.env.env_id}': {err}") from None
+    shape = tuple(int(n) for n in obs_space.shape)
+    obs_shape = shape[0] if len(shape) == 1 else shape  # a vector's shape is written as its size, as configs have it
+    action_shape = _action_size(cfg, env.action_space)
     model = cfg.policy.model
-    for key, size in sizes.items():
-        given = getattr(model, key)
+    given_and_needed = {"obs_shape": (model.obs_shape, obs_shape), "action_shape": (model.action_shape, action_shape)}
+    for key, (given, size) in given_and_needed.items():
         if given is not None and given != size:
             raise ConfigError(
                 f"config key 'policy.model.{key}' is {given} but env '{cfg.env.env_id}' needs {size}"
             )
     filled = cfg.model_copy(deep=True)
-    filled.policy.model.obs_shape = sizes["obs_shape"]
-    filled.policy.model.action_shape = sizes["action_shape"]
+    filled.policy.model.obs_shape = obs_shape
+    filled.policy.model.action_shape = action_shape
     return filled
 
 
@@ -109,7 +116,7 @@ def check_buffer_fits(cfg: Config) -> None:
     if cfg.policy.other.her is not None or model.obs_shape is None or model.action_shape is None:
         return
     continuous = ALGORITHMS[cfg.policy.type].action_kind is ActionKind.CONTINUOUS
-    row = 8 * model.obs_shape + (4 * model.action_shape if continuous else 8) + 32
+    row = 8 * obs_size(model.obs_shape) + (4 * model.action_shape if continuous else 8) + 32
     size = cfg.policy.other.replay_buffer.replay_buffer_size
     need, have = size * row, available_memory()
     if need > have:

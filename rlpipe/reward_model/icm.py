@@ -15,7 +15,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from rlpipe.reward_model.intrinsic import IntrinsicRewardModel, Transitions, mlp
+from rlpipe.model.encoders import ObsShape, mlp
+from rlpipe.reward_model.intrinsic import IntrinsicRewardModel, Transitions, observation_network
 
 FORWARD_LOSS_WEIGHT = 0.2
 """``beta`` of the paper: loss = (1 - beta) * inverse loss + beta * forward loss."""
@@ -31,12 +32,12 @@ class IcmRewardModel(IntrinsicRewardModel):
     prediction trivial.
     """
 
-    def __init__(self, cfg: Any, obs_shape: int, n_actions: int) -> None:
+    def __init__(self, cfg: Any, obs_shape: ObsShape, n_actions: int) -> None:
         super().__init__(cfg, obs_shape)
         hidden, feature_size = list(cfg.encoder_hidden_size_list), int(cfg.feature_size)
         self.n_actions = int(n_actions)
         last_hidden = hidden[-1] if hidden else feature_size
-        self.encoder = mlp(self._obs_shape, hidden, feature_size)
+        self.encoder = observation_network(self._obs_shape, hidden, feature_size)
         self.inverse = mlp(2 * feature_size, [last_hidden], self.n_actions)
         self.forward_model = mlp(feature_size + self.n_actions, [last_hidden], feature_size)
         self._make_optimizer()

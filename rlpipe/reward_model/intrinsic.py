@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlpipe.model.encoders import EncoderConfig, ObsShape, as_shape, make_encoder, observation_space
 from rlpipe.reward_model.base import BaseRewardModel
 from rlpipe.utils.running_stats import RunningMeanStd
 
@@ -34,21 +35,19 @@ OBS_CLIP = 5.0
 
 
 class Transitions(NamedTuple):
-    """The fields a bonus needs, as float32 tensors (``action`` keeps its dtype)."""
+    """The fields a bonus needs, as tensors on the CPU: observations in their own dtype (float32
+    when normalised; the networks' encoders convert them), ``action`` as given."""
 
-    obs: torch.Tensor  # [B, obs_dim], normalised when obs_norm
+    obs: torch.Tensor  # [B, *obs_shape], normalised when obs_norm
     action: torch.Tensor  # [B] or [B, action_dim]
-    next_obs: torch.Tensor  # [B, obs_dim], normalised when obs_norm
+    next_obs: torch.Tensor  # [B, *obs_shape], normalised when obs_norm
 
 
-def mlp(in_size: int, hidden: list[int], out_size: int) -> nn.Sequential:
-    """``Linear -> ReLU`` for each hidden size, then a linear output layer."""
-    layers: list[nn.Module] = []
-    for size in hidden:
-        layers += [nn.Linear(in_size, size), nn.ReLU()]
-        in_size = size
-    layers.append(nn.Linear(in_size, out_size))
-    return nn.Sequential(*layers)
+def observation_network(obs_shape: ObsShape, hidden: list[int], out_size: int) -> nn.Sequential:
+    """The encoder of ``obs_shape``'s observations (for vectors ``Linear -> ReLU`` per hidden
+    size), then a linear output layer of ``out_size``."""
+    encoder, n_features = make_encoder(observation_space(obs_shape), EncoderConfig(hidden))
+    return encoder.append(nn.Linear(n_features, out_size))
 
 
 class IntrinsicRewardModel(BaseRewardModel):
@@ -59,11 +58,11 @@ class IntrinsicRewardModel(BaseRewardModel):
     :meth:`_make_optimizer`.
     """
 
-    def __init__(self, cfg: Any, obs_shape: int) -> None:
+    def __init__(self, cfg: Any, obs_shape: ObsShape) -> None:
         self.weight = float(cfg.intrinsic_reward_weight)
         self._learning_rate = float(cfg.learning_rate)
-        self._obs_shape = int(obs_shape)
-        self._obs_stats = RunningMeanStd((self._obs_shape,)) if cfg.obs_norm else None
+        self._obs_shape = as_shape(obs_shape)
+        self._obs_stats = RunningMeanStd(self._obs_shape) if cfg.obs_norm else None
         self._bonus_stats = RunningMeanStd()
         self.train_iter = 0
         self.optimizer: torch.optim.Optimizer | None = None
@@ -108,7 +107,7 @@ class IntrinsicRewardModel(BaseRewardModel):
         if self.optimizer is None:
             raise RuntimeError(f"{type(self).__name__} must call _make_optimizer() after building its networks")
         if self._obs_stats is not None:
-            self._obs_stats.update(_tensor(data["next_obs"]))
+            self._obs_stats.update(_observations(data["next_obs"]).to(torch.float32))
         loss, raw = self.loss(self._transitions(data))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -119,14 +118,14 @@ class IntrinsicRewardModel(BaseRewardModel):
 
     # ---- helpers ---------------------------------------------------------------------------
     def _transitions(self, data: Mapping[str, Any]) -> Transitions:
-        obs, next_obs = _tensor(data["obs"]), _tensor(data["next_obs"])
-        if obs.shape[-1] != self._obs_shape:
-            raise ValueError(
-                f"{type(self).__name__} expects observations of size {self._obs_shape}, got shape {tuple(obs.shape)}"
-            )
-        if self._obs_stats is not None:
-            obs = self._obs_stats.normalize(obs, OBS_CLIP)
-            next_obs = self._obs_stats.normalize(next_obs, OBS_CLIP)
+        obs, next_obs = _observations(data["obs"]), _observations(data["next_obs"])
+        shape = self._obs_shape
+        if tuple(obs.shape[-len(shape):]) != shape:
+            size = shape[0] if len(shape) == 1 else shape
+            raise ValueError(f"{type(self).__name__} expects observations of size {size}, got shape {tuple(obs.shape)}")
+        if self._obs_stats is not None:  # statistics of float features
+            obs = self._obs_stats.normalize(obs.to(torch.float32), OBS_CLIP)
+            next_obs = self._obs_stats.normalize(next_obs.to(torch.float32), OBS_CLIP)
         return Transitions(obs, torch.as_tensor(data["action"]), next_obs)
 
     def state_dict(self) -> dict[str, Any]:
@@ -151,5 +150,6 @@ class IntrinsicRewardModel(BaseRewardModel):
         self.train_iter = int(state["train_iter"])
 
 
-def _tensor(values: Any) -> torch.Tensor:
-    return torch.as_tensor(values, dtype=torch.float32).detach().cpu()
+def _observations(values: Any) -> torch.Tensor:
+    """Observations as a CPU tensor in their own dtype."""
+    return torch.as_tensor(values).detach().cpu()

@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from rlpipe.reward_model.intrinsic import IntrinsicRewardModel, Transitions, mlp
+from rlpipe.model.encoders import ObsShape
+from rlpipe.reward_model.intrinsic import IntrinsicRewardModel, Transitions, observation_network
 
 
 class RndRewardModel(IntrinsicRewardModel):
@@ -23,11 +24,11 @@ class RndRewardModel(IntrinsicRewardModel):
     global generator (seed it first, as ``build_parts`` does); the target never trains.
     """
 
-    def __init__(self, cfg: Any, obs_shape: int) -> None:
+    def __init__(self, cfg: Any, obs_shape: ObsShape) -> None:
         super().__init__(cfg, obs_shape)
         hidden, feature_size = list(cfg.encoder_hidden_size_list), int(cfg.feature_size)
-        self.target = mlp(self._obs_shape, hidden, feature_size).requires_grad_(False)
-        self.predictor = mlp(self._obs_shape, hidden, feature_size)
+        self.target = observation_network(self._obs_shape, hidden, feature_size).requires_grad_(False)
+        self.predictor = observation_network(self._obs_shape, hidden, feature_size)
         self._make_optimizer()
 
     def networks(self) -> dict[str, nn.Module]:

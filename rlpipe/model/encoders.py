@@ -1,0 +1,207 @@
+"""Encoders: the first part of every network, chosen from the observation space.
+
+An encoder takes observations as they travel (on the policy's device, in the dtype the
+environment gave them) and returns float32 features ``[B, n_features]``. It owns the
+conversion to float: an observation stays in its own dtype (a future ``uint8`` image
+stays ``uint8``) until the encoder of the network that reads it.
+
+:func:`make_encoder` picks the encoder from the observation space and the config key
+``policy.model.encoder`` (``auto`` chooses from the space) through :data:`ENCODERS`. Today
+there is one kind, ``mlp``: ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``, on
+a flat ``Box`` or on a ``Dict`` of ``Box`` entries concatenated (goal dicts in the layout of
+``rlpipe.envs.FlattenGoalObservation``). An image encoder is one more entry of
+:data:`ENCODERS` and one more rule in :func:`encoder_kind`.
+
+Every encoder is an ``nn.Sequential`` of its layers with a :meth:`Encoder.prepare` step in
+front, so the layers' state-dict names are those of a plain ``nn.Sequential`` and a network
+may append its output layer to the encoder (RND, ICM).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlpipe.model.batch_renorm import BatchRenorm
+
+GOAL_LAYOUT = ("observation", "achieved_goal", "desired_goal")
+"""The order in which a goal dict's entries are concatenated: the flat layout the goal envs use
+(``rlpipe.envs.goal.GOAL_KEYS``), so a dict and its flattened vector give the same features."""
+
+ObsShape = int | Sequence[int]
+"""An observation shape as configs write it: ``4`` or ``(4,)`` for a vector, ``(84, 84, 4)`` for a stack."""
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """The encoder settings of ``policy.model``, for networks built from explicit arguments.
+
+    :func:`make_encoder` also takes ``policy.model`` itself (or any object with these names;
+    ``encoder`` and ``batch_renorm`` may be absent, as in the seed's configs).
+    """
+
+    encoder_hidden_size_list: Sequence[int] = (64, 64)
+    encoder: str = "auto"
+    batch_renorm: bool = False
+    """Batch-renormalise the input and each hidden layer's output (CrossQ's placement)."""
+
+
+class Encoder(nn.Sequential):
+    """Layers behind a :meth:`prepare` step that turns observations into a float32 ``[B, F]`` tensor."""
+
+    def prepare(self, obs: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        h = self.prepare(obs)
+        for layer in self:  # inline Sequential.forward: one module call less per batch
+            h = layer(h)
+        return h
+
+
+class MlpEncoder(Encoder):
+    """A ``Box`` observation of ``shape``, as float32, flattened when it has more than one axis."""
+
+    def __init__(self, shape: tuple[int, ...], layers: Sequence[nn.Module]) -> None:
+        super().__init__(*layers)
+        self.shape = shape
+
+    def prepare(self, obs: torch.Tensor) -> torch.Tensor:
+        n = len(self.shape)
+        if tuple(obs.shape[-n:]) != self.shape:
+            size = self.shape[0] if n == 1 else self.shape
+            raise ValueError(f"model expects observations of size {size}, got shape {tuple(obs.shape)}")
+        obs = obs.to(torch.float32)
+        return obs if n == 1 else obs.reshape(*obs.shape[:-n], prod(self.shape))
+
+
+class DictEncoder(Encoder):
+    """A ``Dict`` observation: each entry (``[B, *shape]``) flattened to float32 and concatenated in ``keys`` order."""
+
+    def __init__(self, keys: Sequence[str], layers: Sequence[nn.Module]) -> None:
+        super().__init__(*layers)
+        self.keys = tuple(keys)
+
+    def prepare(self, obs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        missing = [key for key in self.keys if key not in obs]
+        if missing:
+            raise ValueError(f"model expects dict observations with keys {self.keys}, missing {missing}")
+        return torch.cat([obs[key].to(torch.float32).flatten(start_dim=1) for key in self.keys], dim=-1)
+
+
+def mlp_layers(in_size: int, hidden: Sequence[int], batch_renorm: bool = False) -> tuple[list[nn.Module], int]:
+    """``Linear -> ReLU`` per hidden size (with ``batch_renorm``: the input and each ReLU's output
+    batch-renormalised) and the size of the last output. Layers are created, and so initialised
+    from torch's generator, in order."""
+    layers: list[nn.Module] = [BatchRenorm(in_size)] if batch_renorm else []
+    for size in hidden:
+        layers += [nn.Linear(in_size, size), nn.ReLU(inplace=True)]  # Linear's backward needs no output
+        if batch_renorm:
+            layers.append(BatchRenorm(size))
+        in_size = size
+    return layers, in_size
+
+
+def mlp(in_size: int, hidden: Sequence[int], out_size: int) -> nn.Sequential:
+    """An MLP on float vectors of ``in_size``: ``Linear -> ReLU`` per hidden size, then a linear output."""
+    layers, last = mlp_layers(in_size, hidden)
+    return nn.Sequential(*layers, nn.Linear(last, out_size))
+
+
+def as_shape(obs_shape: ObsShape) -> tuple[int, ...]:
+    """``policy.model.obs_shape`` as a tuple: ``4`` is ``(4,)``."""
+    shape = (int(obs_shape),) if isinstance(obs_shape, int) else tuple(int(n) for n in obs_shape)
+    if not shape or min(shape) <= 0:
+        raise ValueError(f"obs_shape must be positive sizes, got {obs_shape}")
+    return shape
+
+
+def obs_size(obs_shape: ObsShape) -> int:
+    """The number of values in one observation of ``obs_shape``."""
+    return prod(as_shape(obs_shape))
+
+
+def observation_space(obs: ObsShape | spaces.Space[Any]) -> spaces.Space[Any]:
+    """``obs`` as a space: a shape (``policy.model.obs_shape``) is an unbounded float32 ``Box``."""
+    if isinstance(obs, spaces.Space):
+        return obs
+    return spaces.Box(-np.inf, np.inf, as_shape(obs), dtype=np.float32)
+
+
+def check_sizes(obs_shape: ObsShape | spaces.Space[Any], action_shape: int) -> None:
+    """A network's sizes must be positive (a shape or a space is checked by :func:`observation_space`)."""
+    if (isinstance(obs_shape, int) and obs_shape <= 0) or action_shape <= 0:
+        raise ValueError(f"obs_shape and action_shape must be positive, got {obs_shape} and {action_shape}")
+
+
+def flat_size(space: spaces.Space[Any]) -> int:
+    """The number of floats the ``mlp`` encoder reads from one observation of ``space``."""
+    if isinstance(space, spaces.Dict):
+        return sum(flat_size(sub) for sub in space.spaces.values())
+    if isinstance(space, spaces.Box):
+        return prod(space.shape)
+    raise ValueError(f"the mlp encoder reads Box or Dict observations, got {describe(space)}")
+
+
+def dict_keys(space: spaces.Dict) -> tuple[str, ...]:
+    """The concatenation order of a ``Dict`` space: :data:`GOAL_LAYOUT` for a goal dict, else the space's own."""
+    keys = tuple(space.spaces)
+    return GOAL_LAYOUT if set(keys) == set(GOAL_LAYOUT) else keys
+
+
+def _mlp_encoder(space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
+    hidden = list(cfg.encoder_hidden_size_list)
+    layers, n_features = mlp_layers(flat_size(space), hidden, bool(getattr(cfg, "batch_renorm", False)))
+    if isinstance(space, spaces.Dict):
+        return DictEncoder(dict_keys(space), layers), n_features
+    assert isinstance(space, spaces.Box)  # flat_size refused the rest
+    return MlpEncoder(tuple(space.shape), layers), n_features
+
+
+ENCODERS: dict[str, Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]] = {"mlp": _mlp_encoder}
+"""The builder of each ``policy.model.encoder`` kind: ``(observation_space, cfg) -> (encoder, n_features)``."""
+
+
+def encoder_kind(observation_space: spaces.Space[Any], kind: str = "auto") -> str:
+    """The encoder kind for ``observation_space``: ``kind`` itself, or with ``auto`` the one the space calls for."""
+    if kind != "auto":
+        if kind not in ENCODERS:
+            raise ValueError(f"unknown encoder {kind!r}; choose one of auto, {', '.join(ENCODERS)}")
+        return kind
+    space = observation_space
+    if isinstance(space, spaces.Box) and len(space.shape) == 1:
+        return "mlp"
+    if isinstance(space, spaces.Dict) and all(
+        isinstance(sub, spaces.Box) and len(sub.shape) == 1 for sub in space.spaces.values()
+    ):
+        return "mlp"
+    raise ValueError(
+        f"no encoder is chosen automatically for observations {describe(space)}; the mlp encoder reads flat "
+        "Box observations and dicts of them (set policy.model.encoder=mlp to flatten others)"
+    )
+
+
+def describe(space: spaces.Space[Any]) -> str:
+    """``space`` in one line: a ``Box`` by its shape and dtype (its bounds print over many lines)."""
+    if isinstance(space, spaces.Box):
+        return f"Box(shape={space.shape}, dtype={space.dtype})"
+    if isinstance(space, spaces.Dict):
+        return "Dict(" + ", ".join(f"{key}: {describe(sub)}" for key, sub in space.spaces.items()) + ")"
+    return " ".join(str(space).split())
+
+
+def make_encoder(observation_space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
+    """The encoder of ``observation_space`` and the number of features it returns.
+
+    ``cfg`` is ``policy.model`` or an :class:`EncoderConfig`: ``encoder`` (absent: ``auto``),
+    ``encoder_hidden_size_list`` and ``batch_renorm`` (absent: off). The layers are drawn from
+    torch's generator in order, first to last.
+    """
+    kind = encoder_kind(observation_space, getattr(cfg, "encoder", "auto"))
+    return ENCODERS[kind](observation_space, cfg)

@@ -1,0 +1,191 @@
+"""The frame every policy shares (the DQN family and the actor-critics): the device, the
+settings of every update (discount, n-step, gradient clipping, Adam's betas), the update
+counter, the random streams, the three modes, learning batches as tensors, and the state dicts.
+
+A family's frame (:class:`~rlpipe.policy.q_learning.QLearningPolicy`,
+:class:`~rlpipe.policy.actor_critic.ActorCriticPolicy`) derives from :class:`PolicyFrame`,
+builds its networks and optimizers, names them in :attr:`PolicyFrame.checkpointed` and
+:attr:`PolicyFrame.acting`, and defines the three ``_forward_*``.
+
+Observations travel to the policy's device in their own dtype; the encoder at the front of
+each network converts them to float (:mod:`rlpipe.model.encoders`).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+import numpy as np
+import torch
+
+from rlpipe.model.encoders import as_shape
+from rlpipe.policy.base import PolicyMode
+from rlpipe.policy.optim import adam_betas_of
+
+ArrayLike = np.ndarray | torch.Tensor
+Observation = torch.Tensor | dict[str, torch.Tensor]
+"""Observations on the policy's device, in the dtype they came in (a dict of them for dict observations)."""
+
+
+class TransitionBatch(NamedTuple):
+    """A learning batch as tensors on the policy's device (``B`` rows)."""
+
+    obs: Observation  # [B, *obs_shape], its own dtype
+    action: torch.Tensor  # [B] int64 (discrete) or [B, action_dim] float32 in [-1, 1]
+    reward: torch.Tensor  # [B]
+    next_obs: Observation  # [B, *obs_shape], its own dtype
+    terminated: torch.Tensor  # [B], float 1.0 where there is no bootstrap
+    value_gamma: torch.Tensor | float  # [B] or the scalar gamma
+    weight: torch.Tensor | None  # [B] importance weights
+
+
+class RandomStreams(Protocol):
+    """A policy's random generators: reseeded by :meth:`PolicyFrame.seed`, saved in its state dict."""
+
+    def seed(self, seed: int) -> None: ...
+
+    def state_dict(self) -> Any: ...
+
+    def load_state_dict(self, state: Any) -> None: ...
+
+
+RngT = TypeVar("RngT", bound=RandomStreams)
+
+
+def device_of(cfg: Any) -> torch.device:
+    """``cuda`` when ``cfg.cuda`` asks for it and torch sees a device, else the CPU."""
+    return torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
+
+
+def model_shapes(model_cfg: Any) -> tuple[tuple[int, ...], int]:
+    """``(obs_shape as a tuple, action_shape)`` from ``cfg.model``, which must know the env's sizes."""
+    if model_cfg.obs_shape is None or model_cfg.action_shape is None:
+        raise ValueError(
+            "cfg.model.obs_shape and cfg.model.action_shape must be set (from the env) to build the model"
+        )
+    return as_shape(model_cfg.obs_shape), int(model_cfg.action_shape)
+
+
+def observations_to(obs: ArrayLike | Mapping[str, ArrayLike], device: torch.device) -> Observation:
+    """Observations as tensors on ``device``, keeping their dtype (a ``uint8`` image stays ``uint8``)."""
+    if isinstance(obs, Mapping):
+        return {key: torch.as_tensor(value, device=device) for key, value in obs.items()}
+    return torch.as_tensor(obs, device=device)
+
+
+def joined(first: Observation, second: Observation) -> Observation:
+    """Two batches of observations as one (rows of ``first``, then of ``second``)."""
+    if isinstance(first, dict):
+        assert isinstance(second, dict)
+        return {key: torch.cat([first[key], second[key]]) for key in first}
+    assert isinstance(second, torch.Tensor)
+    return torch.cat([first, second])
+
+
+class PolicyFrame(ABC, Generic[RngT]):
+    """The frame of every policy around its update rule.
+
+    It reads ``cuda``, ``discount_factor``, ``nstep``, ``learn.grad_clip`` and
+    ``learn.adam_betas`` (absent: Adam's defaults), owns the device, the update counter and the
+    random streams (:meth:`_make_rng`), wires ``learn_mode``, ``collect_mode`` and
+    ``eval_mode``, converts learning batches (:meth:`_learn_batch`) and moves observations to
+    the device (:meth:`_observations`), and saves and restores everything named in
+    :attr:`checkpointed` and :attr:`acting`.
+    """
+
+    acting: tuple[str, ...] = ()
+    """Attributes (modules) ``collect_mode`` acts with: what a remote collector takes from the learner."""
+    checkpointed: tuple[str, ...] = ()
+    """Attributes with ``state_dict``/``load_state_dict`` (modules, optimizers) a checkpoint holds."""
+    action_dtype: torch.dtype = torch.float32
+    """The dtype of the ``action`` column of learning batches."""
+
+    def __init__(self, cfg: Any, seed: int) -> None:
+        self._gamma = float(cfg.discount_factor)
+        self._nstep = int(cfg.nstep)
+        self._grad_clip = None if cfg.learn.grad_clip is None else float(cfg.learn.grad_clip)
+        self._adam_betas = adam_betas_of(cfg.learn)
+        self._device = device_of(cfg)
+        self._train_iter = 0
+        self._rng = self._make_rng(seed)
+        self.learn_mode = PolicyMode(self._learn_function(cfg.learn))
+        self.collect_mode = PolicyMode(self._forward_collect)
+        self.eval_mode = PolicyMode(self._forward_eval)
+
+    @property
+    def train_iter(self) -> int:
+        """Gradient updates taken so far."""
+        return self._train_iter
+
+    def seed(self, seed: int) -> None:
+        """Reseed the exploration generator of ``collect_mode``."""
+        self._rng.seed(seed)
+
+    # ---- what a family defines --------------------------------------------------------
+    @abstractmethod
+    def _make_rng(self, seed: int) -> RngT:
+        """The policy's random streams, from ``seed`` (``self._device`` is set)."""
+
+    def _learn_function(self, learn_cfg: Any) -> Callable[[Mapping[str, ArrayLike]], dict[str, Any]]:
+        """What ``learn_mode.forward`` calls: :meth:`_forward_learn` unless a family wraps it."""
+        return self._forward_learn
+
+    @abstractmethod
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def _forward_collect(self, obs: ArrayLike, *args: Any, **kwargs: Any) -> np.ndarray:
+        """Exploring actions for ``obs`` (each family takes its own exploration arguments)."""
+
+    @abstractmethod
+    def _forward_eval(self, obs: ArrayLike) -> np.ndarray: ...
+
+    # ---- tensors ----------------------------------------------------------------------
+    def _observations(self, obs: ArrayLike | Mapping[str, ArrayLike]) -> Observation:
+        """Observations on the policy's device, in their own dtype (the encoders convert them)."""
+        return observations_to(obs, self._device)
+
+    def _learn_batch(self, batch: Mapping[str, Any]) -> TransitionBatch:
+        """A columnar batch as tensors; ``value_gamma`` falls back to ``gamma`` only for 1-step returns."""
+
+        def tensor(key: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.as_tensor(batch[key], dtype=dtype, device=self._device)
+
+        if "value_gamma" in batch:
+            value_gamma: torch.Tensor | float = tensor("value_gamma")
+        elif self._nstep == 1:
+            value_gamma = self._gamma
+        else:
+            raise ValueError(f"cfg.nstep is {self._nstep} but the batch has no 'value_gamma' column")
+        return TransitionBatch(
+            self._observations(batch["obs"]), tensor("action", self.action_dtype), tensor("reward"),
+            self._observations(batch["next_obs"]), tensor("terminated"), value_gamma,
+            tensor("weight") if "weight" in batch else None,
+        )
+
+    # ---- checkpointing ----------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Every part named in :attr:`checkpointed`, the update counter and the random streams' state.
+
+        Tensors are shared with the live modules, as with ``nn.Module.state_dict``;
+        ``torch.save`` or ``copy.deepcopy`` the result to keep a snapshot.
+        """
+        state = {name: getattr(self, name).state_dict() for name in self.checkpointed}
+        return {**state, "train_iter": self._train_iter, "rng": self._rng.state_dict()}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore everything :meth:`state_dict` returned."""
+        for name in self.checkpointed:
+            getattr(self, name).load_state_dict(state_dict[name])
+        self._train_iter = int(state_dict["train_iter"])
+        self._rng.load_state_dict(state_dict["rng"])
+
+    def acting_state_dict(self) -> dict[str, Any]:
+        """What ``collect_mode`` acts with: the parts in :attr:`acting` (no target, optimizer or generator)."""
+        return {name: getattr(self, name).state_dict() for name in self.acting}
+
+    def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Take what :meth:`acting_state_dict` returned; the rest (targets, optimizers, generators) stays."""
+        for name in self.acting:
+            getattr(self, name).load_state_dict(state_dict[name])
