@@ -105,10 +105,19 @@ class ModelConfig(_Strict):
     obs_shape: ObsShape | None = Field(
         None, description="Observation shape: a vector's size (4) or a shape ([84, 84, 4]); None: taken from the env."
     )
-    encoder: Literal["auto", "mlp"] = Field(
+    obs_dtype: Literal["uint8"] | None = Field(
+        None, description="Dtype of image observations, which stay in it up to the encoder; None: not images "
+        "(set from the env)."
+    )
+    obs_high: PositiveFloat | None = Field(
+        None, description="Largest value of image observations, by which image encoders divide them (255 for "
+        "Atari, 1 for MinAtar; set from the env)."
+    )
+    encoder: Literal["auto", "mlp", "nature_cnn", "minatar_cnn"] = Field(
         "auto",
         description="The networks' first part, which reads the observations: auto chooses from the env's "
-        "observation space (mlp for vectors and dicts of them).",
+        "observation space (mlp for vectors and dicts of them; for uint8 images [C, H, W] nature_cnn "
+        "when H and W are >= 36 pixels, else minatar_cnn).",
     )
     action_shape: PositiveInt | None = Field(
         None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg, crossq); None: from the env."

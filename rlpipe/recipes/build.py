@@ -20,7 +20,7 @@ from rlpipe.config.algorithms import ALGORITHMS, ActionKind
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
-from rlpipe.model.encoders import describe, encoder_kind, obs_size
+from rlpipe.model.encoders import describe, encoder_kind, is_image, model_observation_space, obs_size
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
@@ -74,6 +74,9 @@ def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
     filled = cfg.model_copy(deep=True)
     filled.policy.model.obs_shape = obs_shape
     filled.policy.model.action_shape = action_shape
+    if is_image(obs_space) and obs_space.dtype == np.uint8:  # the encoders keep images uint8, scale them by high
+        filled.policy.model.obs_dtype = "uint8"
+        filled.policy.model.obs_high = float(np.max(obs_space.high))
     return filled
 
 
@@ -211,9 +214,10 @@ def make_reward_model(cfg: Config) -> IntrinsicRewardModel | None:
         return None
     if model.obs_shape is None or model.action_shape is None:
         raise ValueError("cfg.policy.model.obs_shape and action_shape must be set (from the env) for the reward model")
+    obs_space = model_observation_space(model)
     if rm.type == "rnd":
-        return RndRewardModel(rm, model.obs_shape)
-    return IcmRewardModel(rm, model.obs_shape, model.action_shape)
+        return RndRewardModel(rm, obs_space)
+    return IcmRewardModel(rm, obs_space, model.action_shape)
 
 
 @dataclass
