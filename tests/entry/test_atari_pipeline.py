@@ -2,11 +2,14 @@
 stacks rebuilt) is what the envs returned, row for row: stacks, rewards and episode ends."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from rlpipe.config import load_config
 from rlpipe.data import FrameStore
+from rlpipe.entry.train import train
 from rlpipe.framework import Task
 from rlpipe.recipes.build import build_parts
 from rlpipe.recipes.pipeline import use_training_pipeline
@@ -63,3 +66,14 @@ def test_pong_rows_in_the_buffer_are_the_envs_own():
         np.testing.assert_array_equal(obs[1:][go_on], next_obs[:-1][go_on])
         starts = obs[1:][ended[:-1]]
         assert len(starts) >= 4 and not starts[:, :3].any() and starts[:, 3].any()
+
+
+def test_resume_rebuilds_the_frame_store_and_loads_its_frames(tmp_path):
+    short = [*PONG[1:], "run.max_env_step=600", "policy.random_collect_size=300", "run.save_freq=5"]
+    run = tmp_path / "run"
+    train(load_config("pong-dqn", short), run)
+    saved = []
+    train(load_config("pong-dqn", [*short, "run.max_env_step=900"]), run, resume=True,
+          middleware={"before_collect": [lambda ctx: saved.append(ctx.env_step)]})
+    assert saved[0] >= 592  # it went on from the checkpoint, its buffer loaded into a new frame store
+    assert json.loads((run / "summary.json").read_text())["env_step"] >= 900
