@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     PlainSerializer,
     PlainValidator,
     PositiveFloat,
@@ -34,6 +35,19 @@ class _Strict(BaseModel):
 class WrapperConfig(_Strict):
     type: str = Field(description="A gymnasium.wrappers class name (FlattenObservation) or a dotted path.")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of the wrapper.")
+
+
+class AtariConfig(_Strict):
+    """The settings of an ALE game (``env.atari``, read for ``ALE/`` ids only); defaults as the ALE recommends."""
+
+    repeat_action_probability: float = Field(
+        0.25, ge=0, le=1, description="Sticky actions: the chance the ALE repeats the previous action each frame."
+    )
+    full_action_space: bool = Field(False, description="All 18 joystick actions instead of the game's own set.")
+    noop_max: NonNegativeInt = Field(30, description="Most no-op frames at a game's start (random starts).")
+    max_episode_steps: PositiveInt = Field(
+        27_000, description="Agent steps (4 frames each) after which a game is truncated (108,000 frames)."
+    )
 
 
 class EnvConfig(_Strict):
@@ -64,6 +78,14 @@ class EnvConfig(_Strict):
     )
     max_episode_steps: PositiveInt | None = Field(None, description="Override of the env's time limit.")
     asynchronous: bool = Field(False, description="Run each environment in its own subprocess.")
+    backend: Literal["gymnasium", "ale_vector"] = Field(
+        "gymnasium", description="What steps the vector envs: gymnasium's vector envs, or for ALE games ale-py's "
+        "C++ AtariVectorEnv (same observations; no wrappers, env_kwargs or subprocesses)."
+    )
+    atari: AtariConfig | None = Field(
+        None, description="ALE games only (ALE/<Game>-v5): sticky actions, action set, no-ops, step limit; "
+        "None: the ALE's defaults."
+    )
     step_timeout: PositiveFloat | None = Field(
         None,
         description="Seconds a vector step or reset may take (needs env.asynchronous; default there 60); past "
@@ -105,10 +127,19 @@ class ModelConfig(_Strict):
     obs_shape: ObsShape | None = Field(
         None, description="Observation shape: a vector's size (4) or a shape ([84, 84, 4]); None: taken from the env."
     )
-    encoder: Literal["auto", "mlp"] = Field(
+    obs_dtype: Literal["uint8"] | None = Field(
+        None, description="Dtype of image observations, which stay in it up to the encoder; None: not images "
+        "(set from the env)."
+    )
+    obs_high: PositiveFloat | None = Field(
+        None, description="Largest value of image observations, by which image encoders divide them (255 for "
+        "Atari, 1 for MinAtar; set from the env)."
+    )
+    encoder: Literal["auto", "mlp", "nature_cnn", "minatar_cnn"] = Field(
         "auto",
         description="The networks' first part, which reads the observations: auto chooses from the env's "
-        "observation space (mlp for vectors and dicts of them).",
+        "observation space (mlp for vectors and dicts of them; for uint8 images [C, H, W] nature_cnn "
+        "when H and W are >= 36 pixels, else minatar_cnn).",
     )
     action_shape: PositiveInt | None = Field(
         None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg, crossq); None: from the env."
@@ -205,6 +236,10 @@ class EpsConfig(_Strict):
 
 class ReplayBufferConfig(_Strict):
     replay_buffer_size: PositiveInt = Field(100_000, description="Capacity in transitions (or episodes).")
+    frame_store: Literal["auto"] | bool = Field(
+        "auto", description="Keep each frame of stacked-frame observations once and rebuild the stacks when "
+        "sampled (about 7 KB per Atari transition, not 56 KB); auto: on for ALE games' frame stacks."
+    )
     priority_power_factor: float = Field(0.6, ge=0, description="Priority exponent alpha.")
     IS_weight_power_factor: float = Field(0.4, ge=0, le=1, description="Initial importance-weight exponent beta.")
     IS_weight_anneal_train_iter: PositiveInt = Field(

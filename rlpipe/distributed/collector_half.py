@@ -36,7 +36,7 @@ class CollectorHalf:
         self.index = index
         self._seed = cfg.seed + index * COLLECTOR_SEED_STRIDE
         seed_everything(self._seed, torch_threads=1)  # one core per collector; the learner has its own
-        self._env = make_vector_env(cfg, cfg.env.collector_env_num, self._seed)
+        self._env = make_vector_env(cfg, cfg.env.collector_env_num, self._seed, train=True)
         self._policy = make_policy(cfg.model_copy(update={"seed": self._seed}))
         self._task = Task().add_role(Role.COLLECTOR)
         use_collect_half(self._task, cfg, self._policy, self._env)

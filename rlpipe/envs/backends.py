@@ -2,9 +2,10 @@
 
 :class:`EnvSettings` describes the environments of a run in the env layer's own terms (the
 pipeline's config maps onto it in :mod:`rlpipe.recipes.envs`); :func:`make_vector_env` makes
-``num_envs`` of them with the backend the settings name, from :data:`VECTOR_BACKENDS`. Today
-that is ``gymnasium`` (:class:`~rlpipe.envs.vector.VectorEnvManager` over gymnasium's vector
-envs); a native backend (ale-py's ``AtariVectorEnv``) is one more function returning a
+``num_envs`` of them with the backend the settings name, from :data:`VECTOR_BACKENDS`:
+``gymnasium`` (:class:`~rlpipe.envs.vector.VectorEnvManager` over gymnasium's vector envs) or,
+for ALE games, ``ale_vector`` (:class:`~rlpipe.envs.ale_vector.AleVectorEnv`, ale-py's C++
+``AtariVectorEnv``). Another backend is one more function returning a
 :class:`~rlpipe.envs.protocol.VectorEnv` and one more row.
 """
 from __future__ import annotations
@@ -13,8 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlpipe.envs.ale_vector import AleVectorEnv
+from rlpipe.envs.atari import AtariSettings
 from rlpipe.envs.errors import EnvSettingError
-from rlpipe.envs.factory import EnvFactory, env_factory
+from rlpipe.envs.factory import EnvFactory, env_factory, is_atari_id
 from rlpipe.envs.protocol import VectorEnv
 from rlpipe.envs.vector import VectorEnvManager
 
@@ -38,11 +41,16 @@ class EnvSettings:
     asynchronous: bool = False
     step_timeout: float | None = None
     nonfinite: str = "raise"
+    atari: AtariSettings | None = None
+    """An ALE game's settings (None: the ALE's defaults); only ALE ids may have them."""
+    train: bool = False
+    """Envs for collecting (an ALE game: a lost life ends an episode, rewards clipped) or, without
+    it, for evaluating (whole games, real scores)."""
 
     def single_env_factory(self) -> EnvFactory:
         """A maker of one environment as these settings describe it (no vector around it)."""
         return env_factory(self.env_id, self.env_kwargs, self.max_episode_steps, imports=self.imports,
-                           wrappers=self.wrappers)
+                           wrappers=self.wrappers, atari=self.atari, train=self.train)
 
 
 VectorBackend = Callable[[EnvSettings, int, int], VectorEnv]
@@ -57,7 +65,22 @@ def gymnasium_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> Vec
     )
 
 
-VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env}
+def ale_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> AleVectorEnv:
+    """ale-py's C++ vector env, for ``ALE/`` ids only, with the same observations as the Python
+    wrappers; it has no user wrappers, env kwargs, subprocesses or step timeout."""
+    if not is_atari_id(settings.env_id):
+        raise EnvSettingError(f"ale_vector steps ALE games only (ids like 'ALE/Pong-v5'), not '{settings.env_id}'",
+                              "backend")
+    unread = {"env_kwargs": settings.env_kwargs, "wrappers": settings.wrappers, "asynchronous": settings.asynchronous,
+              "step_timeout": settings.step_timeout, "max_episode_steps": settings.max_episode_steps}
+    for name, value in unread.items():
+        if value:
+            raise EnvSettingError(f"the ale_vector backend does not read it (got {value}); use the gymnasium backend",
+                                  name)
+    return AleVectorEnv(settings.env_id, num_envs, seed, train=settings.train, settings=settings.atari)
+
+
+VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env, "ale_vector": ale_vector_env}
 """Each backend's name and the function that makes its vector envs."""
 
 

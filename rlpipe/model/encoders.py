@@ -6,11 +6,19 @@ conversion to float: an observation stays in its own dtype (a future ``uint8`` i
 stays ``uint8``) until the encoder of the network that reads it.
 
 :func:`make_encoder` picks the encoder from the observation space and the config key
-``policy.model.encoder`` (``auto`` chooses from the space) through :data:`ENCODERS`. Today
-there is one kind, ``mlp``: ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``, on
-a flat ``Box`` or on a ``Dict`` of ``Box`` entries concatenated (goal dicts in the layout of
-``rlpipe.envs.FlattenGoalObservation``). An image encoder is one more entry of
-:data:`ENCODERS` and one more rule in :func:`encoder_kind`.
+``policy.model.encoder`` (``auto`` chooses from the space) through :data:`ENCODERS`:
+
+- ``mlp``: ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``, on a flat ``Box`` or on
+  a ``Dict`` of ``Box`` entries concatenated (goal dicts in the layout of
+  ``rlpipe.envs.FlattenGoalObservation``);
+- ``nature_cnn`` and ``minatar_cnn`` (:mod:`rlpipe.model.cnn`): the DQN networks of Atari and of
+  MinAtar on channels-first images ``[C, H, W]``, scaled by the space's ``high`` (their dense
+  layer is the paper's: ``encoder_hidden_size_list`` is not read).
+
+An image is a channels-first 3-D ``Box`` of an integer dtype (:func:`is_image`); ``auto`` gives it ``nature_cnn`` when
+both sides are at least 36 pixels (84x84 Atari stacks), else ``minatar_cnn`` (10x10 MinAtar
+channels). A kind that cannot read a space (``mlp`` on images, a CNN on a flat ``Box`` or
+``nature_cnn`` on 10x10) is a one-line error naming ``policy.model.encoder`` and the space.
 
 Every encoder is an ``nn.Sequential`` of its layers with a :meth:`Encoder.prepare` step in
 front, so the layers' state-dict names are those of a plain ``nn.Sequential`` and a network
@@ -29,6 +37,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlpipe.model.batch_renorm import BatchRenorm
+from rlpipe.model.cnn import MINATAR_MIN_SIZE, NATURE_MIN_SIZE, image_scale, minatar_cnn_layers, nature_cnn_layers
 
 GOAL_LAYOUT = ("observation", "achieved_goal", "desired_goal")
 """The order in which a goal dict's entries are concatenated: the flat layout the goal envs use
@@ -95,6 +104,24 @@ class DictEncoder(Encoder):
         return torch.cat([obs[key].to(torch.float32).flatten(start_dim=1) for key in self.keys], dim=-1)
 
 
+class ImageEncoder(Encoder):
+    """A channels-first image ``[B, *shape]``; an integer one as float32 divided by ``scale`` (a float
+    one, such as RND's normalised observations, as it is)."""
+
+    def __init__(self, shape: tuple[int, ...], scale: float, layers: Sequence[nn.Module]) -> None:
+        super().__init__(*layers)
+        self.shape = shape
+        self.scale = scale
+
+    def prepare(self, obs: torch.Tensor) -> torch.Tensor:
+        if obs.dim() != 4 or tuple(obs.shape[1:]) != self.shape:
+            raise ValueError(f"model expects images of shape [B, {', '.join(map(str, self.shape))}], "
+                             f"got shape {tuple(obs.shape)}")
+        if obs.is_floating_point():
+            return obs.to(torch.float32)
+        return obs.to(torch.float32).div_(self.scale)  # in place: the float copy is new
+
+
 def mlp_layers(in_size: int, hidden: Sequence[int], batch_renorm: bool = False) -> tuple[list[nn.Module], int]:
     """``Linear -> ReLU`` per hidden size (with ``batch_renorm``: the input and each ReLU's output
     batch-renormalised) and the size of the last output. Layers are created, and so initialised
@@ -134,6 +161,26 @@ def observation_space(obs: ObsShape | spaces.Space[Any]) -> spaces.Space[Any]:
     return spaces.Box(-np.inf, np.inf, as_shape(obs), dtype=np.float32)
 
 
+def model_observation_space(model_cfg: Any) -> spaces.Space[Any]:
+    """The observation space ``policy.model`` describes: ``obs_shape``, an image ``Box`` in
+    ``[0, obs_high]`` of ``obs_dtype`` when those are set (``fill_model_shapes`` sets them for
+    image envs), else an unbounded float32 ``Box``."""
+    dtype, high = getattr(model_cfg, "obs_dtype", None), getattr(model_cfg, "obs_high", None)
+    if dtype is None:
+        return observation_space(model_cfg.obs_shape)
+    return spaces.Box(0, high if high is not None else np.iinfo(dtype).max, as_shape(model_cfg.obs_shape), dtype=dtype)
+
+
+def is_image(space: spaces.Space[Any]) -> bool:
+    """Whether ``space`` holds channels-first images: a 3-D ``Box`` of an integer dtype ``[C, H, W]``
+    with no more channels than pixels a side (``uint8 [4, 84, 84]``, MinAtar's ``[10, 10, 10]``;
+    not a channels-last ``[84, 84, 4]``)."""
+    if not (isinstance(space, spaces.Box) and len(space.shape) == 3 and np.issubdtype(space.dtype, np.integer)):
+        return False
+    channels, height, width = space.shape
+    return channels <= min(height, width)
+
+
 def check_sizes(obs_shape: ObsShape | spaces.Space[Any], action_shape: int) -> None:
     """A network's sizes must be positive (a shape or a space is checked by :func:`observation_space`)."""
     if (isinstance(obs_shape, int) and obs_shape <= 0) or action_shape <= 0:
@@ -164,17 +211,55 @@ def _mlp_encoder(space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
     return MlpEncoder(tuple(space.shape), layers), n_features
 
 
-ENCODERS: dict[str, Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]] = {"mlp": _mlp_encoder}
+def _image_encoder(layers: Callable[[tuple[int, ...]], tuple[list[nn.Module], int]]) -> Callable[
+        [spaces.Space[Any], Any], tuple[Encoder, int]]:
+    def build(space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
+        assert isinstance(space, spaces.Box)  # encoder_kind refused the rest
+        shape = tuple(int(n) for n in space.shape)
+        image_layers, n_features = layers(shape)
+        return ImageEncoder(shape, image_scale(space), image_layers), n_features
+
+    return build
+
+
+ENCODERS: dict[str, Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]] = {
+    "mlp": _mlp_encoder,
+    "nature_cnn": _image_encoder(nature_cnn_layers),
+    "minatar_cnn": _image_encoder(minatar_cnn_layers),
+}
 """The builder of each ``policy.model.encoder`` kind: ``(observation_space, cfg) -> (encoder, n_features)``."""
+
+IMAGE_MIN_SIZE = {"nature_cnn": NATURE_MIN_SIZE, "minatar_cnn": MINATAR_MIN_SIZE}
+"""The smallest image side each image encoder reads."""
+
+
+def check_encoder_reads(kind: str, space: spaces.Space[Any]) -> None:
+    """A one-line error naming ``policy.model.encoder`` when encoder ``kind`` cannot read ``space``."""
+    shape = space.shape if isinstance(space, spaces.Box) else ()
+    if kind == "mlp" and is_image(space):
+        reason = "it reads vectors; images need nature_cnn, minatar_cnn or auto"
+    elif kind in IMAGE_MIN_SIZE and len(shape) != 3:
+        reason = "it reads channels-first images [C, H, W]"
+    elif kind in IMAGE_MIN_SIZE and min(shape[1:]) < IMAGE_MIN_SIZE[kind]:
+        reason = f"its convolutions need images of at least {IMAGE_MIN_SIZE[kind]}x{IMAGE_MIN_SIZE[kind]} pixels"
+    else:
+        return
+    raise ValueError(f"policy.model.encoder '{kind}' cannot read observations {describe(space)}: {reason}")
 
 
 def encoder_kind(observation_space: spaces.Space[Any], kind: str = "auto") -> str:
-    """The encoder kind for ``observation_space``: ``kind`` itself, or with ``auto`` the one the space calls for."""
+    """The encoder kind for ``observation_space``: ``kind`` itself (checked against the space), or with
+    ``auto`` the one the space calls for: ``mlp`` for flat ``Box`` observations and dicts of them;
+    for images (:func:`is_image`: a channels-first integer ``Box`` ``[C, H, W]``) ``nature_cnn``
+    when ``H`` and ``W`` are at least 36 pixels, else ``minatar_cnn``."""
     if kind != "auto":
         if kind not in ENCODERS:
             raise ValueError(f"unknown encoder {kind!r}; choose one of auto, {', '.join(ENCODERS)}")
+        check_encoder_reads(kind, observation_space)
         return kind
     space = observation_space
+    if isinstance(space, spaces.Box) and is_image(space):
+        return "nature_cnn" if min(space.shape[1:]) >= NATURE_MIN_SIZE else "minatar_cnn"
     if isinstance(space, spaces.Box) and len(space.shape) == 1:
         return "mlp"
     if isinstance(space, spaces.Dict) and all(
@@ -200,8 +285,8 @@ def make_encoder(observation_space: spaces.Space[Any], cfg: Any) -> tuple[Encode
     """The encoder of ``observation_space`` and the number of features it returns.
 
     ``cfg`` is ``policy.model`` or an :class:`EncoderConfig`: ``encoder`` (absent: ``auto``),
-    ``encoder_hidden_size_list`` and ``batch_renorm`` (absent: off). The layers are drawn from
-    torch's generator in order, first to last.
+    ``encoder_hidden_size_list`` and ``batch_renorm`` (absent: off; both read by ``mlp`` only). The
+    layers are drawn from torch's generator in order, first to last.
     """
     kind = encoder_kind(observation_space, getattr(cfg, "encoder", "auto"))
     return ENCODERS[kind](observation_space, cfg)

@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from torch import nn
 
 from rlpipe.config.schema import Precision
@@ -23,8 +24,8 @@ OBS_NORM_CLIP = 5.0
 """With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
 
-def check_model_cfg(model_cfg: Any) -> tuple[tuple[int, ...], int, list[int], str]:
-    """``(obs_shape, action_shape, hidden sizes, encoder)`` from ``cfg.model``, which must know the
+def check_model_cfg(model_cfg: Any) -> tuple[spaces.Space[Any], int, list[int], str]:
+    """``(observation space, action_shape, hidden sizes, encoder)`` from ``cfg.model``, which must know the
     env's sizes (``encoder`` absent, as in the seed's configs, is ``auto``)."""
     obs_shape, action_shape = model_shapes(model_cfg)
     return obs_shape, action_shape, list(model_cfg.encoder_hidden_size_list), getattr(model_cfg, "encoder", "auto")
@@ -124,7 +125,7 @@ class ActorCriticPolicy(PolicyFrame[Generators]):
     def __init__(self, cfg: Any, seed: int) -> None:
         super().__init__(cfg, seed)
         obs_norm = bool(getattr(cfg.model, "obs_norm", False))
-        self._obs_stats = RunningMeanStd(check_model_cfg(cfg.model)[0]) if obs_norm else None
+        self._obs_stats = RunningMeanStd(check_model_cfg(cfg.model)[0].shape or ()) if obs_norm else None
 
     def _make_rng(self, seed: int) -> Generators:
         return Generators(seed, self._device)

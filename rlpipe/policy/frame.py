@@ -18,8 +18,9 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import torch
+from gymnasium import spaces
 
-from rlpipe.model.encoders import as_shape
+from rlpipe.model.encoders import model_observation_space
 from rlpipe.policy.base import PolicyMode
 from rlpipe.policy.optim import adam_betas_of
 
@@ -58,13 +59,15 @@ def device_of(cfg: Any) -> torch.device:
     return torch.device("cuda" if cfg.cuda and torch.cuda.is_available() else "cpu")
 
 
-def model_shapes(model_cfg: Any) -> tuple[tuple[int, ...], int]:
-    """``(obs_shape as a tuple, action_shape)`` from ``cfg.model``, which must know the env's sizes."""
+def model_shapes(model_cfg: Any) -> tuple[spaces.Space[Any], int]:
+    """``(observation space, action_shape)`` from ``cfg.model``, which must know the env's sizes: the
+    space of ``obs_shape`` (and, for images, ``obs_dtype`` and ``obs_high``), from which the
+    networks choose their encoders."""
     if model_cfg.obs_shape is None or model_cfg.action_shape is None:
         raise ValueError(
             "cfg.model.obs_shape and cfg.model.action_shape must be set (from the env) to build the model"
         )
-    return as_shape(model_cfg.obs_shape), int(model_cfg.action_shape)
+    return model_observation_space(model_cfg), int(model_cfg.action_shape)
 
 
 def observations_to(obs: ArrayLike | Mapping[str, ArrayLike], device: torch.device) -> Observation:

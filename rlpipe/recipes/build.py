@@ -17,10 +17,12 @@ import torch
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.algorithms import ALGORITHMS, ActionKind
-from rlpipe.data import DequeBuffer, PriorityExperienceReplay
+from rlpipe.data import DequeBuffer, FrameStore, PriorityExperienceReplay
+from rlpipe.data.buffer.middleware.frame_store import frame_store_nbytes
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
-from rlpipe.model.encoders import describe, encoder_kind, obs_size
+from rlpipe.envs.factory import is_atari_id
+from rlpipe.model.encoders import as_shape, describe, encoder_kind, is_image, model_observation_space, obs_size
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
@@ -74,6 +76,9 @@ def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
     filled = cfg.model_copy(deep=True)
     filled.policy.model.obs_shape = obs_shape
     filled.policy.model.action_shape = action_shape
+    if is_image(obs_space) and obs_space.dtype == np.uint8:  # the encoders keep images uint8, scale them by high
+        filled.policy.model.obs_dtype = "uint8"
+        filled.policy.model.obs_high = float(np.max(obs_space.high))
     return filled
 
 
@@ -105,32 +110,67 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def check_buffer_fits(cfg: Config) -> None:
-    """One line, before anything is allocated, when a transition buffer cannot fit in memory.
+def uses_frame_store(cfg: Config) -> bool:
+    """Whether the buffer keeps frames once (``policy.other.replay_buffer.frame_store``): ``auto``
+    turns it on for an ALE game, whose ``uint8 [4, 84, 84]`` observations are stacks of frames
+    (not for MinAtar, whose channels are kinds of objects, not frames); ``true`` for any image
+    observations (a user's own frame stacks). ``cfg`` must have the model's sizes filled in."""
+    setting, model = cfg.policy.other.replay_buffer.frame_store, cfg.policy.model
+    images = model.obs_dtype is not None and model.obs_shape is not None and not isinstance(model.obs_shape, int)
+    if setting == "auto":
+        return images and is_atari_id(cfg.env.env_id) and cfg.policy.other.her is None
+    if setting and not images:
+        raise ConfigError(f"config key 'policy.other.replay_buffer.frame_store' is true but env '{cfg.env.env_id}' "
+                          f"observes {model.obs_shape}, not stacks of image frames [K, H, W]")
+    return bool(setting)
 
-    A transition holds ``obs`` and ``next_obs`` (float32) and its action (float32 per dimension,
-    or one int64 for a discrete action), reward and flags.
-    (HER's buffer holds whole episodes, kept as they come, so it allocates nothing up front.)
+
+def transition_nbytes(cfg: Config) -> tuple[int, int]:
+    """Bytes a full replay buffer takes up front, and bytes per transition (for the message).
+
+    A transition holds ``obs`` and ``next_obs`` (float32, or ``uint8`` images) and its action
+    (float32 per dimension, or one int64 for a discrete action), reward and flags; with the
+    frame store the two stacks are frame slots and each frame is kept once
+    (:func:`~rlpipe.data.buffer.middleware.frame_store.frame_store_nbytes`).
     """
+    model, size = cfg.policy.model, cfg.policy.other.replay_buffer.replay_buffer_size
+    assert model.obs_shape is not None and model.action_shape is not None
+    continuous = ALGORITHMS[cfg.policy.type].action_kind is ActionKind.CONTINUOUS
+    rest = (4 * model.action_shape if continuous else 8) + 32
+    if uses_frame_store(cfg):
+        stack, *frame = as_shape(model.obs_shape)
+        need = frame_store_nbytes(size, frame, stack) + size * rest
+        return need, need // size
+    row = 2 * (1 if model.obs_dtype == "uint8" else 4) * obs_size(model.obs_shape) + rest
+    return size * row, row
+
+
+def check_buffer_fits(cfg: Config) -> None:
+    """One line, before anything is allocated, when a transition buffer cannot fit in memory
+    (:func:`transition_nbytes`). HER's buffer holds whole episodes, kept as they come, so it
+    allocates nothing up front."""
     model = cfg.policy.model
     if cfg.policy.other.her is not None or model.obs_shape is None or model.action_shape is None:
         return
-    continuous = ALGORITHMS[cfg.policy.type].action_kind is ActionKind.CONTINUOUS
-    row = 8 * obs_size(model.obs_shape) + (4 * model.action_shape if continuous else 8) + 32
     size = cfg.policy.other.replay_buffer.replay_buffer_size
-    need, have = size * row, available_memory()
+    (need, row), have = transition_nbytes(cfg), available_memory()
     if need > have:
+        kept = " (each frame kept once)" if uses_frame_store(cfg) else ""
         raise ConfigError(
-            f"config key 'policy.other.replay_buffer.replay_buffer_size': {size} transitions of about {row} bytes "
-            f"need {need / 2**30:.1f} GiB; {have / 2**30:.1f} GiB of memory is available"
+            f"config key 'policy.other.replay_buffer.replay_buffer_size': {size} transitions of about {row} bytes"
+            f"{kept} need {need / 2**30:.1f} GiB; {have / 2**30:.1f} GiB of memory is available"
         )
 
 
 def make_buffer(cfg: Config) -> DequeBuffer:
-    """The replay buffer, with priority replay when ``cfg.policy.priority``; one line when it cannot fit."""
+    """The replay buffer: frames kept once for stacked frames (:func:`uses_frame_store`), priority
+    replay when ``cfg.policy.priority``; one line when it cannot fit. ``rlpipe resume`` builds the
+    same chain from the same config before it loads the saved data into it."""
     check_buffer_fits(cfg)
     replay = cfg.policy.other.replay_buffer
     buffer = DequeBuffer(size=replay.replay_buffer_size, seed=cfg.seed)
+    if uses_frame_store(cfg):
+        buffer.use(FrameStore(buffer))
     if cfg.policy.priority:
         buffer.use(PriorityExperienceReplay(
             buffer,
@@ -211,9 +251,10 @@ def make_reward_model(cfg: Config) -> IntrinsicRewardModel | None:
         return None
     if model.obs_shape is None or model.action_shape is None:
         raise ValueError("cfg.policy.model.obs_shape and action_shape must be set (from the env) for the reward model")
+    obs_space = model_observation_space(model)
     if rm.type == "rnd":
-        return RndRewardModel(rm, model.obs_shape)
-    return IcmRewardModel(rm, model.obs_shape, model.action_shape)
+        return RndRewardModel(rm, obs_space)
+    return IcmRewardModel(rm, obs_space, model.action_shape)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import gymnasium as gym
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.envs import EnvSettingError, EnvSettings, VectorEnv, backends
+from rlpipe.envs.atari import AtariSettings
 from rlpipe.envs.factory import EnvFactory
 
 __all__ = ["ASYNC_STEP_TIMEOUT_S", "EVAL_SEED_OFFSET", "REEVAL_SEED_OFFSET", "env_settings", "make_env_factory",
@@ -47,23 +48,26 @@ def setting_errors_as_config_keys() -> Iterator[None]:
         raise ConfigError(f"config key '{config_key(err.setting)}': {err.reason}") from None
 
 
-def env_settings(cfg: Config) -> EnvSettings:
+def env_settings(cfg: Config, train: bool = False) -> EnvSettings:
     """``cfg.env`` in the env layer's terms (subprocess envs get :data:`ASYNC_STEP_TIMEOUT_S` when
-    the config sets no timeout)."""
+    the config sets no timeout), for the collector (``train``) or for evaluation (an ALE game:
+    whole games with real scores)."""
     env = cfg.env
+    atari = None if env.atari is None else AtariSettings(**env.atari.model_dump())
     return EnvSettings(
         env_id=env.env_id, env_kwargs=env.env_kwargs, max_episode_steps=env.max_episode_steps,
         imports=tuple(env.import_), wrappers=tuple(wrapper.model_dump() for wrapper in env.wrappers),
-        asynchronous=env.asynchronous,
+        backend=env.backend, asynchronous=env.asynchronous,
         step_timeout=env.step_timeout or (ASYNC_STEP_TIMEOUT_S if env.asynchronous else None),
-        nonfinite=env.nonfinite,
+        nonfinite=env.nonfinite, atari=atari, train=train,
     )
 
 
-def make_env_factory(cfg: Config) -> EnvFactory:
-    """A factory of single environments as ``cfg.env`` describes them; errors name config keys."""
+def make_env_factory(cfg: Config, train: bool = False) -> EnvFactory:
+    """A factory of single environments as ``cfg.env`` describes them, for evaluation unless
+    ``train``; errors name config keys."""
     with setting_errors_as_config_keys():
-        factory = env_settings(cfg).single_env_factory()
+        factory = env_settings(cfg, train).single_env_factory()
 
     def make() -> gym.Env:
         with setting_errors_as_config_keys():
@@ -72,17 +76,18 @@ def make_env_factory(cfg: Config) -> EnvFactory:
     return make
 
 
-def make_vector_env(cfg: Config, num_envs: int, seed: int) -> VectorEnv:
-    """``num_envs`` environments as ``cfg.env`` describes them; a one-line error when they can't be made."""
+def make_vector_env(cfg: Config, num_envs: int, seed: int, train: bool = False) -> VectorEnv:
+    """``num_envs`` environments as ``cfg.env`` describes them, the collector's with ``train``
+    (else evaluation envs, as ``rlpipe eval`` wants); a one-line error when they can't be made."""
     with setting_errors_as_config_keys():
-        return backends.make_vector_env(env_settings(cfg), num_envs, seed)
+        return backends.make_vector_env(env_settings(cfg, train), num_envs, seed)
 
 
 def make_envs(cfg: Config) -> tuple[VectorEnv | None, VectorEnv]:
     """The collector's and the evaluator's vector environments. No collector's with a remote
     backend (``distributed.backend``): the collector actors make their own."""
     local = cfg.distributed.backend == "local"
-    collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed) if local else None
+    collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed, train=True) if local else None
     try:
         evaluator = make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + EVAL_SEED_OFFSET)
     except BaseException:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from gymnasium import spaces
 from torch import nn
 from torch.nn import functional
 
@@ -32,12 +33,12 @@ class IcmRewardModel(IntrinsicRewardModel):
     prediction trivial.
     """
 
-    def __init__(self, cfg: Any, obs_shape: ObsShape, n_actions: int) -> None:
+    def __init__(self, cfg: Any, obs_shape: ObsShape | spaces.Space[Any], n_actions: int) -> None:
         super().__init__(cfg, obs_shape)
         hidden, feature_size = list(cfg.encoder_hidden_size_list), int(cfg.feature_size)
         self.n_actions = int(n_actions)
         last_hidden = hidden[-1] if hidden else feature_size
-        self.encoder = observation_network(self._obs_shape, hidden, feature_size)
+        self.encoder = observation_network(self._obs_space, hidden, feature_size)
         self.inverse = mlp(2 * feature_size, [last_hidden], self.n_actions)
         self.forward_model = mlp(feature_size + self.n_actions, [last_hidden], feature_size)
         self._make_optimizer()

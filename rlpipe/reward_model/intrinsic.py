@@ -24,9 +24,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from torch import nn
 
-from rlpipe.model.encoders import EncoderConfig, ObsShape, as_shape, make_encoder, observation_space
+from rlpipe.model.encoders import EncoderConfig, ObsShape, make_encoder, observation_space
 from rlpipe.reward_model.base import BaseRewardModel
 from rlpipe.utils.running_stats import RunningMeanStd
 
@@ -43,9 +44,9 @@ class Transitions(NamedTuple):
     next_obs: torch.Tensor  # [B, *obs_shape], normalised when obs_norm
 
 
-def observation_network(obs_shape: ObsShape, hidden: list[int], out_size: int) -> nn.Sequential:
-    """The encoder of ``obs_shape``'s observations (for vectors ``Linear -> ReLU`` per hidden
-    size), then a linear output layer of ``out_size``."""
+def observation_network(obs_shape: ObsShape | spaces.Space[Any], hidden: list[int], out_size: int) -> nn.Sequential:
+    """The encoder of ``obs_shape``'s observations (a shape or a space; for vectors ``Linear -> ReLU``
+    per hidden size, for images a CNN), then a linear output layer of ``out_size``."""
     encoder, n_features = make_encoder(observation_space(obs_shape), EncoderConfig(hidden))
     return encoder.append(nn.Linear(n_features, out_size))
 
@@ -58,10 +59,11 @@ class IntrinsicRewardModel(BaseRewardModel):
     :meth:`_make_optimizer`.
     """
 
-    def __init__(self, cfg: Any, obs_shape: ObsShape) -> None:
+    def __init__(self, cfg: Any, obs_shape: ObsShape | spaces.Space[Any]) -> None:
         self.weight = float(cfg.intrinsic_reward_weight)
         self._learning_rate = float(cfg.learning_rate)
-        self._obs_shape = as_shape(obs_shape)
+        self._obs_space = observation_space(obs_shape)
+        self._obs_shape = tuple(int(n) for n in self._obs_space.shape or ())
         self._obs_stats = RunningMeanStd(self._obs_shape) if cfg.obs_norm else None
         self._bonus_stats = RunningMeanStd()
         self.train_iter = 0

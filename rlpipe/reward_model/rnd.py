@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from gymnasium import spaces
 from torch import nn
 
 from rlpipe.model.encoders import ObsShape
@@ -24,11 +25,11 @@ class RndRewardModel(IntrinsicRewardModel):
     global generator (seed it first, as ``build_parts`` does); the target never trains.
     """
 
-    def __init__(self, cfg: Any, obs_shape: ObsShape) -> None:
+    def __init__(self, cfg: Any, obs_shape: ObsShape | spaces.Space[Any]) -> None:
         super().__init__(cfg, obs_shape)
         hidden, feature_size = list(cfg.encoder_hidden_size_list), int(cfg.feature_size)
-        self.target = observation_network(self._obs_shape, hidden, feature_size).requires_grad_(False)
-        self.predictor = observation_network(self._obs_shape, hidden, feature_size)
+        self.target = observation_network(self._obs_space, hidden, feature_size).requires_grad_(False)
+        self.predictor = observation_network(self._obs_space, hidden, feature_size)
         self._make_optimizer()
 
     def networks(self) -> dict[str, nn.Module]:

@@ -48,7 +48,8 @@ def test_the_backend_the_settings_name_makes_the_envs(monkeypatch):
 
 
 def test_an_unknown_backend_names_the_setting():
-    with pytest.raises(EnvSettingError, match=r"^backend: unknown vector env backend 'nope' \(use one of gymnasium\)"):
+    with pytest.raises(EnvSettingError,
+                       match=r"^backend: unknown vector env backend 'nope' \(use one of ale_vector, gymnasium\)"):
         make_vector_env(EnvSettings("CartPole-v1", backend="nope"), 1, 0)
 
 
