@@ -36,6 +36,8 @@ class Exploration(Enum):
     """The policy is stochastic: it samples (its entropy term keeps it exploring)."""
     GAUSSIAN_NOISE = "with Gaussian action noise"
     """``N(0, policy.collect.noise_sigma^2)`` added to a deterministic action."""
+    NOISY_NETS = "with noisy networks (policy.model.noisy=true)"
+    """Noise on the network's parameters, drawn anew every collect step (no epsilon)."""
 
 
 class TargetUpdate(Enum):
@@ -53,6 +55,7 @@ EXPLORATION_KEYS: dict[Exploration, tuple[str, ...]] = {
     Exploration.EPSILON: ("other.eps.type", "other.eps.start", "other.eps.end", "other.eps.decay"),
     Exploration.SAMPLING: (),
     Exploration.GAUSSIAN_NOISE: ("collect.noise_sigma",),
+    Exploration.NOISY_NETS: (),
 }
 """The keys (under ``policy.``) each way of exploring reads."""
 
@@ -102,17 +105,30 @@ class Algorithm:
     """The ``policy.learn`` keys it reads besides :data:`SHARED_KEYS` and its target keys."""
     model: tuple[str, ...] = ()
     """The ``policy.model`` keys it reads besides :data:`SHARED_KEYS`."""
+    noisy_nets: bool = False
+    """Whether ``policy.model.noisy=true`` replaces its :attr:`exploration` with noisy networks."""
 
     @property
     def target_networks(self) -> bool:
         """Whether it keeps target networks."""
         return self.target_update is not TargetUpdate.NONE
 
+    def exploration_of(self, policy_cfg: object) -> Exploration:
+        """How it explores under ``policy_cfg`` (``cfg.policy``): noisy networks when it has them
+        and ``model.noisy`` is on, else :attr:`exploration`."""
+        if self.noisy_nets and getattr(getattr(policy_cfg, "model", None), "noisy", False):
+            return Exploration.NOISY_NETS
+        return self.exploration
+
     @property
     def keys(self) -> tuple[str, ...]:
-        """Every key (under ``policy.``) of :data:`ALGORITHM_SECTIONS` it reads."""
+        """Every key (under ``policy.``) of :data:`ALGORITHM_SECTIONS` it reads with its default exploration."""
+        return self.keys_for(self.exploration)
+
+    def keys_for(self, exploration: Exploration) -> tuple[str, ...]:
+        """Every key (under ``policy.``) of :data:`ALGORITHM_SECTIONS` it reads when exploring ``exploration``."""
         own = (*(f"learn.{k}" for k in self.learn), *(f"model.{k}" for k in self.model))
-        return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[self.exploration])
+        return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[exploration])
 
     @property
     def learning_rate_keys(self) -> tuple[str, ...]:
@@ -127,14 +143,16 @@ class Algorithm:
             return True
         return inner in self.keys
 
-    def unread_key_error(self, key: str) -> str:
-        """The one line for a config that sets ``key`` (under ``policy.``), which this algorithm does not read."""
+    def unread_key_error(self, key: str, exploration: Exploration | None = None) -> str:
+        """The one line for a config that sets ``key`` (under ``policy.``), which this algorithm does not
+        read (when exploring ``exploration``; None: its default)."""
+        exploration = self.exploration if exploration is None else exploration
         reason = ""
         if key in TARGET_KEYS[TargetUpdate.HARD_OR_SOFT] and not self.target_networks:
             reason = ", which has no target networks"
         elif any(key in keys for keys in EXPLORATION_KEYS.values()):
-            reason = f", which explores {self.exploration.value}"
-        instead = [alt for alt in _SAME_JOB.get(key, ()) if self._reads_section_or_key(alt)]
+            reason = f", which explores {exploration.value}"
+        instead = [alt for alt in _SAME_JOB.get(key, ()) if self._reads_section_or_key(alt, exploration)]
         if instead:
             advice = "use " + " / ".join(f"policy.{alt}" for alt in instead)
         else:
@@ -142,9 +160,12 @@ class Algorithm:
             advice = "remove it" + (f" (it is read by {', '.join(readers)})" if readers and not reason else "")
         return f"config key 'policy.{key}' is not read by policy.type '{self.name}'{reason}: {advice}"
 
-    def _reads_section_or_key(self, key: str) -> bool:
-        return any(own == key or own.startswith(f"{key}.") for own in self.keys)
+    def _reads_section_or_key(self, key: str, exploration: Exploration) -> bool:
+        return any(own == key or own.startswith(f"{key}.") for own in self.keys_for(exploration))
 
+
+_DISTRIBUTIONAL_LEARN = ("learning_rate", "double_q", "adam_eps")
+_DISTRIBUTIONAL_MODEL = ("dueling", "noisy", "noisy_sigma0")
 
 _SAC_LEARN = ("learning_rate_actor", "learning_rate_q", "learning_rate_alpha", "alpha", "auto_alpha",
               "target_entropy", "precision")
@@ -155,6 +176,16 @@ ALGORITHMS: Mapping[str, Algorithm] = {
         Algorithm(
             "dqn", "rlpipe.policy.dqn:DQNPolicy", ActionKind.DISCRETE, Exploration.EPSILON,
             TargetUpdate.HARD_OR_SOFT, learn=("learning_rate", "double_q"), model=("dueling",),
+        ),
+        Algorithm(
+            "c51", "rlpipe.policy.c51:C51Policy", ActionKind.DISCRETE, Exploration.EPSILON,
+            TargetUpdate.HARD_OR_SOFT, learn=_DISTRIBUTIONAL_LEARN,
+            model=(*_DISTRIBUTIONAL_MODEL, "num_atoms", "v_min", "v_max"), noisy_nets=True,
+        ),
+        Algorithm(
+            "qrdqn", "rlpipe.policy.qrdqn:QRDQNPolicy", ActionKind.DISCRETE, Exploration.EPSILON,
+            TargetUpdate.HARD_OR_SOFT, learn=(*_DISTRIBUTIONAL_LEARN, "kappa"),
+            model=(*_DISTRIBUTIONAL_MODEL, "num_quantiles"), noisy_nets=True,
         ),
         Algorithm(
             "sac", "rlpipe.policy.sac:SACPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,

@@ -149,6 +149,14 @@ class ModelConfig(_Strict):
         description="Hidden layer sizes of the MLPs (dqn: the Q network; the others: the actor and each critic).",
     )
     dueling: bool = Field(False, description="Use a dueling (value + advantage) head.")
+    num_atoms: int = Field(51, ge=2, description="Atoms of the categorical return distribution (c51).")
+    v_min: float = Field(-10.0, description="Smallest atom of the return distribution (c51).")
+    v_max: float = Field(10.0, description="Largest atom of the return distribution (c51).")
+    num_quantiles: PositiveInt = Field(200, description="Quantiles of the return distribution (qrdqn).")
+    noisy: bool = Field(
+        False, description="Noisy (factorised Gaussian) head layers, which replace epsilon-greedy (c51, qrdqn)."
+    )
+    noisy_sigma0: float = Field(0.5, ge=0, description="Initial noise scale sigma0 of the noisy layers (c51, qrdqn).")
     obs_norm: bool = Field(
         False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg, crossq)."
     )
@@ -199,7 +207,11 @@ class LearnConfig(_Strict):
     adam_betas: tuple[AdamBeta, AdamBeta] = Field(
         (0.9, 0.999), description="Adam's (beta1, beta2), each in [0, 1); CrossQ's paper uses [0.5, 0.999]."
     )
-    double_q: bool = Field(True, description="Double DQN target: online argmax, target evaluation (dqn).")
+    double_q: bool = Field(
+        True, description="Double DQN target: online argmax, target evaluation (dqn, c51, qrdqn)."
+    )
+    adam_eps: float = Field(1e-8, gt=0, description="Adam's epsilon (c51, qrdqn; DER uses 1.5e-4).")
+    kappa: float = Field(1.0, ge=0, description="Threshold of the quantile Huber loss; 0: plain quantile loss (qrdqn).")
 
     @model_validator(mode="before")
     @classmethod
@@ -308,9 +320,14 @@ class PolicyConfig(_Strict):
         read is an error naming the key to use instead. Keys at None or their default pass, so
         a saved config, which lists every key, loads back."""
         row = ALGORITHMS[self.type]
-        unread = next((key for key in self._given_keys() if key not in row.keys), None)
+        exploration = row.exploration_of(self)
+        keys = row.keys_for(exploration)
+        unread = next((key for key in self._given_keys() if key not in keys), None)
         if unread is not None:
-            raise _one_line(row.unread_key_error(unread))
+            raise _one_line(row.unread_key_error(unread, exploration))
+        if "model.v_min" in keys and not self.model.v_min < self.model.v_max:
+            raise _one_line(f"config key 'policy.model.v_min' ({self.model.v_min}) must be below policy.model.v_max "
+                            f"({self.model.v_max})")
         learn = self.learn
         if row.target_update is TargetUpdate.HARD_OR_SOFT and (learn.target_theta is None) == (
                 learn.target_update_freq is None):

@@ -61,7 +61,7 @@ class Agent:
         policy_obs = np.stack([self._to_policy(row) for row in rows]).astype(np.float32, copy=False)
         if deterministic:
             actions = self.policy.eval_mode.forward(policy_obs)
-        elif ALGORITHMS[self.cfg.policy.type].exploration is Exploration.EPSILON:
+        elif ALGORITHMS[self.cfg.policy.type].exploration_of(self.cfg.policy) is Exploration.EPSILON:
             actions = self.policy.collect_mode.forward(policy_obs, eps=self.cfg.policy.other.eps.end)
         else:
             actions = self.policy.collect_mode.forward(policy_obs)

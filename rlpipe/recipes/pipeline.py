@@ -51,7 +51,7 @@ def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnv, ep
     their actions or add their own noise: the table in :mod:`rlpipe.config.algorithms`),
     uniformly random actions for the first ``policy.random_collect_size`` env steps.
     """
-    if ALGORITHMS[cfg.policy.type].exploration is Exploration.EPSILON:
+    if ALGORITHMS[cfg.policy.type].exploration_of(cfg.policy) is Exploration.EPSILON:
         task.use(eps_greedy_handler(cfg))
     if episodes:
         return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))

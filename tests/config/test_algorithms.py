@@ -39,7 +39,7 @@ def section_keys() -> set[str]:
 
 def test_every_policy_type_has_a_row_and_nothing_else_does():
     assert get_args(PolicyConfig.model_fields["type"].annotation) == tuple(ALGORITHMS)
-    assert set(ALGORITHMS) == {"dqn", "sac", "td3", "ddpg", "crossq"}
+    assert set(ALGORITHMS) == {"dqn", "c51", "qrdqn", "sac", "td3", "ddpg", "crossq"}
     assert all(name == row.name for name, row in ALGORITHMS.items())
 
 
@@ -99,7 +99,8 @@ def test_the_config_layer_imports_no_policy():
      "config key 'policy.collect.noise_sigma' is not read by policy.type 'sac', which explores by sampling its "
      "own actions: remove it"),
     ("pendulum-sac", "policy.model.dueling=true",
-     "config key 'policy.model.dueling' is not read by policy.type 'sac': remove it (it is read by dqn)"),
+     "config key 'policy.model.dueling' is not read by policy.type 'sac': remove it (it is read by dqn, c51, "
+         "qrdqn)"),
 ])
 def test_a_key_the_algorithm_does_not_read_is_one_line_naming_key_algorithm_and_remedy(source, override, message):
     with pytest.raises(ConfigError) as err:

@@ -1,0 +1,65 @@
+"""Distributional Q-networks: an encoder, then ``N`` numbers per action (C51's logits over
+atoms, QR-DQN's quantiles), with an optional dueling split and optional noisy layers."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlpipe.model.encoders import EncoderConfig, ObsShape, check_sizes, make_encoder, observation_space
+from rlpipe.model.noisy import NoisyLinear
+
+
+def _linear(in_features: int, out_features: int, noisy: bool, sigma0: float) -> nn.Module:
+    return NoisyLinear(in_features, out_features, sigma0) if noisy else nn.Linear(in_features, out_features)
+
+
+class DistributionalQ(nn.Module):
+    """Maps observations ``[B, *obs_shape]`` to ``[B, A, N]``: ``N`` outputs per action.
+
+    The encoder comes from the observation space (:func:`~rlpipe.model.encoders.make_encoder`).
+    With ``dueling`` a value stream ``v`` ``[B, 1, N]`` and an advantage stream ``adv``
+    ``[B, A, N]`` combine per output as ``v + adv - mean_a(adv)`` (Rainbow's dueling head for
+    distributions, on the logits for C51). With ``noisy`` the head's layers are
+    :class:`~rlpipe.model.noisy.NoisyLinear` with ``sigma0``; the encoder stays deterministic.
+    """
+
+    def __init__(
+        self,
+        obs_shape: ObsShape | spaces.Space[Any],
+        action_shape: int,
+        n_outputs: int,
+        encoder_hidden_size_list: Sequence[int] = (64, 64),
+        dueling: bool = False,
+        encoder: str = "auto",
+        noisy: bool = False,
+        sigma0: float = 0.5,
+    ) -> None:
+        super().__init__()
+        check_sizes(obs_shape, action_shape)
+        if n_outputs < 1:
+            raise ValueError(f"a distributional head needs at least one output per action, got {n_outputs}")
+        self.action_shape = int(action_shape)
+        self.n_outputs = int(n_outputs)
+        self.dueling = dueling
+        self.encoder, n_features = make_encoder(
+            observation_space(obs_shape), EncoderConfig(encoder_hidden_size_list, encoder)
+        )
+        if dueling:
+            self.value_head = _linear(n_features, self.n_outputs, noisy, sigma0)
+            self.advantage_head = _linear(n_features, self.action_shape * self.n_outputs, noisy, sigma0)
+        else:
+            self.head = _linear(n_features, self.action_shape * self.n_outputs, noisy, sigma0)
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        """``obs`` ``[B, *obs_shape]`` in any dtype -> ``[B, A, N]``."""
+        h = self.encoder(obs)
+        shape = (h.shape[0], self.action_shape, self.n_outputs)
+        if not self.dueling:
+            return self.head(h).view(shape)
+        v = self.value_head(h).unsqueeze(1)
+        adv = self.advantage_head(h).view(shape)
+        return v + adv - adv.mean(dim=1, keepdim=True)

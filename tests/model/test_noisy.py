@@ -1,0 +1,87 @@
+"""NoisyLinear: its initialisation, the statistics and factorised structure of its noise, when
+the noise changes, and its noise-free eval mode."""
+import math
+
+import pytest
+import torch
+
+from rlpipe.model.noisy import NoisyLinear, has_noise, reset_noise
+
+
+def test_initialisation_follows_the_paper():
+    torch.manual_seed(0)
+    layer = NoisyLinear(16, 3, sigma0=0.5)
+    assert layer.weight_mu.abs().max() <= 1 / math.sqrt(16)
+    torch.testing.assert_close(layer.weight_sigma, torch.full((3, 16), 0.5 / 4))
+    torch.testing.assert_close(layer.bias_sigma, torch.full((3,), 0.5 / 4))
+
+
+def test_noise_has_mean_zero_and_the_factorised_variances():
+    # f(x) = sign(x) sqrt(|x|) of a standard normal has E f = 0 and E f^2 = E|x| = sqrt(2 / pi);
+    # a weight's noise f(a) f(b) then has variance 2 / pi
+    layer = NoisyLinear(4, 3)
+    generator = torch.Generator().manual_seed(0)
+    weights, biases = [], []
+    for _ in range(4000):
+        layer.reset_noise(generator)
+        eps_w, eps_b = layer.noise()
+        weights.append(eps_w.clone())
+        biases.append(eps_b.clone())
+    w, b = torch.stack(weights), torch.stack(biases)
+    assert w.mean(dim=0).abs().max() < 0.05 and b.mean(dim=0).abs().max() < 0.05
+    torch.testing.assert_close(w.var(dim=0), torch.full((3, 4), 2 / math.pi), atol=0.05, rtol=0)
+    torch.testing.assert_close(b.var(dim=0), torch.full((3,), math.sqrt(2 / math.pi)), atol=0.05, rtol=0)
+
+
+def test_weight_noise_is_the_outer_product_of_output_and_input_noise():
+    layer = NoisyLinear(5, 4)
+    layer.reset_noise(torch.Generator().manual_seed(3))
+    eps_w, eps_b = layer.noise()
+    torch.testing.assert_close(eps_w, torch.outer(eps_b, layer.eps_in))
+    assert torch.linalg.matrix_rank(eps_w) == 1
+
+
+def test_training_output_uses_the_noise_until_the_next_draw():
+    torch.manual_seed(0)
+    layer = NoisyLinear(5, 4)
+    x = torch.randn(7, 5)
+    generator = torch.Generator().manual_seed(1)
+    layer.reset_noise(generator)
+    eps_w, eps_b = layer.noise()
+    expected = x @ (layer.weight_mu + layer.weight_sigma * eps_w).T + layer.bias_mu + layer.bias_sigma * eps_b
+    torch.testing.assert_close(layer(x), expected)
+    torch.testing.assert_close(layer(x), expected)  # same noise until reset_noise
+    layer.reset_noise(generator)
+    assert not torch.allclose(layer(x), expected)
+
+
+def test_eval_mode_is_the_deterministic_mean_layer():
+    torch.manual_seed(0)
+    layer = NoisyLinear(5, 4)
+    x = torch.randn(7, 5)
+    layer.eval()
+    generator = torch.Generator().manual_seed(1)
+    outputs = []
+    for _ in range(3):
+        layer.reset_noise(generator)
+        outputs.append(layer(x))
+    mean = x @ layer.weight_mu.T + layer.bias_mu
+    for out in outputs:
+        torch.testing.assert_close(out, mean)
+
+
+def test_noise_stays_out_of_the_state_dict_and_a_seeded_draw_repeats():
+    layer = NoisyLinear(3, 2)
+    assert set(layer.state_dict()) == {"weight_mu", "bias_mu", "weight_sigma", "bias_sigma"}
+    model = torch.nn.Sequential(NoisyLinear(3, 2), torch.nn.ReLU(), NoisyLinear(2, 2))
+    assert has_noise(model) and not has_noise(torch.nn.Linear(2, 2))
+    reset_noise(model, torch.Generator().manual_seed(5))
+    first = [m.eps_in.clone() for m in model if isinstance(m, NoisyLinear)]
+    reset_noise(model, torch.Generator().manual_seed(5))
+    assert all(torch.equal(a, m.eps_in) for a, m in zip(first, [m for m in model if isinstance(m, NoisyLinear)],
+                                                         strict=True))
+
+
+def test_a_negative_sigma0_is_refused():
+    with pytest.raises(ValueError, match="noisy_sigma0"):
+        NoisyLinear(3, 2, sigma0=-0.1)
