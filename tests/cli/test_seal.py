@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+import rlpipe
 from rlpipe.cli.main import main
-from rlpipe.utils.checkpoint import RUN_RECORD, load_checkpoint, save_checkpoint
+from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, load_checkpoint, save_checkpoint
 from rlpipe.utils.integrity import KEY_ENV, KEYED, PLAIN
 from tests.cli_errors import one_line_error
 from tests.run_checks import saved_buffer, snapshot
@@ -158,3 +159,16 @@ def test_the_console_script_refuses_a_stripped_seal_and_takes_the_flag(runs, tmp
         f"WARNING rlpipe.utils.checkpoint: checkpoint {final} is not sealed: loaded unverified as --allow-unsealed "
         "(allow_unsealed=True) asks: its contents, the run it belongs to and the buffer file loaded with it are "
         "not checked"]
+
+
+def test_the_python_api_takes_allow_unsealed(run, caplog):
+    final = strip_the_seal(run)
+    with pytest.raises(CheckpointError, match="is not sealed"):
+        rlpipe.load(final)
+    assert rlpipe.load(final, allow_unsealed=True).predict([0.0, 0.0, 0.0, 0.0]) in (0, 1)
+    with pytest.raises(CheckpointError, match="is not sealed"):
+        rlpipe.train(run / "config.yaml", run, resume=True, overrides=["run.max_env_step=400"])
+    summary = rlpipe.train(run / "config.yaml", run, resume=True, overrides=["run.max_env_step=400"],
+                           allow_unsealed=True)
+    assert summary.env_step >= 400
+    assert sum("is not sealed: loaded unverified" in r.getMessage() for r in caplog.records) == 2

@@ -40,7 +40,7 @@ def saves(save_dir: Path, crash: CrashPoints, periodic: bool) -> tuple[list[int]
             saver(ctx)
         except Crash:
             return finished, train_iter
-        if train_iter % 2 == 0 and periodic or ctx.finish:
+        if (periodic and train_iter % 2 == 0) or ctx.finish:
             finished.append(train_iter)
     return finished, None
 
