@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rlpipe.config import Config, load_config
+from rlpipe.config import Config, ConfigError, load_config
 from rlpipe.framework.middleware import evaluate_episodes
 from rlpipe.policy import Policy
 from rlpipe.recipes.build import make_policy
@@ -67,10 +67,14 @@ def _network(cfg: Config) -> tuple[Any, ...]:
 def checkpoint_config(run_cfg: Config, state: dict[str, Any], path: Path) -> Config:
     """The config to rebuild checkpoint ``state``'s policy with: the run's, unless the checkpoint
     carries a config of its own with other networks or another env (a checkpoint of another
-    run or preset), which then is used, with one warning line saying so."""
+    run or preset), which then is used, with one warning line saying so. A config this rlpipe
+    cannot read (an older checkpoint's) leaves the run's."""
     if "config" not in state:
         return run_cfg
-    own = load_config(state["config"])
+    try:
+        own = load_config(state["config"])
+    except ConfigError:
+        return run_cfg
     if _network(own) == _network(run_cfg):
         return run_cfg
     logger.warning("checkpoint %s was saved by a run of another config (policy.type %s, env %s, other network "
