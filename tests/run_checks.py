@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rlpipe.framework.middleware import buffer_file
+from rlpipe.utils.checkpoint import read_header
 from rlpipe.utils.metrics import read_metrics
 
 
@@ -26,3 +28,8 @@ def metrics_so_far(run_dir: Path) -> list[dict]:
         return read_metrics(run_dir)
     except (FileNotFoundError, ValueError):
         return []
+
+
+def saved_buffer(checkpoint: Path) -> Path:
+    """The buffer file saved with ``checkpoint``: the one its header names."""
+    return buffer_file(checkpoint, read_header(checkpoint))

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from rlpipe.entry.summary import RunSummary
 
 USER_ERRORS: tuple[type[Exception], ...] = (RlpipeError, FileNotFoundError)
+ALLOW_UNSEALED_HELP = ("load checkpoints without a seal (written before rlpipe sealed them), unverified: nothing "
+                       "checks that they and their buffer were not changed")
 
 
 def _positive_int(text: str) -> int:
@@ -52,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("run_dir", type=Path)
     resume.add_argument("overrides", nargs="*", help="dotted overrides, e.g. run.max_env_step=100000")
     resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    resume.add_argument("--allow-unsealed", action="store_true", help=ALLOW_UNSEALED_HELP)
 
     evaluate = sub.add_parser("eval", help="evaluate a trained run's best (or final) checkpoint")
     evaluate.add_argument("run_dir", type=Path)
@@ -59,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
                           help="episodes (default env.n_evaluator_episode)")
     evaluate.add_argument("--checkpoint", default=None,
                           help="best, final or a checkpoint file (default: best, else final)")
+    evaluate.add_argument("--allow-unsealed", action="store_true", help=ALLOW_UNSEALED_HELP)
 
     sub.add_parser("presets", help="list the built-in presets")
 
@@ -142,14 +146,15 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     if not config_path.is_file():
         raise FileNotFoundError(f"{args.run_dir} is not a run directory (no config.yaml)")
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
-    summary = train(load_config(config_path, overrides), args.run_dir, resume=True, announce=_announce)
+    summary = train(load_config(config_path, overrides), args.run_dir, resume=True, announce=_announce,
+                    allow_unsealed=args.allow_unsealed)
     return _finish("resume", args.run_dir, summary)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from rlpipe.entry.evaluate import evaluate_run
 
-    result = evaluate_run(args.run_dir, args.episodes, args.checkpoint)
+    result = evaluate_run(args.run_dir, args.episodes, args.checkpoint, allow_unsealed=args.allow_unsealed)
     print(json.dumps(result))
     return 0
 

@@ -56,6 +56,17 @@ class FailedStepFilter:
         self._held, self._keep, self._keep_all = row, ~failed, not any_failed
         return out
 
+    def release(self) -> Batch | None:
+        """At the end of a run: the held step without placeholders (None when nothing is held), every
+        row ending its episode (``truncated`` unless ``terminated``), since no later step will say
+        how it goes on; nothing is held after."""
+        if self._held is None or self._keep is None:
+            return None
+        held = self._held if self._keep_all else {key: value[self._keep] for key, value in self._held.items()}
+        held["truncated"] = held["truncated"] | ~held["terminated"]
+        self.reset()
+        return held
+
     def reset(self) -> None:
         """Drop the held step (e.g. when the environments are reset)."""
         self._held = self._keep = None

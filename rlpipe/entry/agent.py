@@ -17,11 +17,10 @@ import numpy as np
 
 from rlpipe.config import Config, load_config
 from rlpipe.config.algorithms import ALGORITHMS, Exploration
-from rlpipe.entry.evaluate import best_checkpoint
+from rlpipe.entry.evaluate import best_checkpoint, load_policy
 from rlpipe.policy import Policy
-from rlpipe.recipes.build import make_policy
 from rlpipe.recipes.envs import make_env_factory
-from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint
+from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
 
 
 def _wrappers(env: gym.Env) -> list[gym.Wrapper]:
@@ -103,12 +102,14 @@ class Agent:
         return action
 
 
-def load(path: str | Path) -> Agent:
+def load(path: str | Path, allow_unsealed: bool = False) -> Agent:
     """The agent of a run directory (its best checkpoint, else its final one) or of a checkpoint file.
 
     A checkpoint written by ``rlpipe train`` carries its resolved config, so a lone
     ``.pth.tar`` is enough; older checkpoints fall back to the ``config.yaml`` of the run
-    directory they sit in.
+    directory they sit in. The checkpoint must be sealed (signed, when its run's checkpoints
+    are); ``allow_unsealed`` loads one from before the seal, unverified, with a warning (see
+    :mod:`rlpipe.utils.checkpoint`).
     """
     path = Path(path)
     if path.is_dir():
@@ -117,7 +118,7 @@ def load(path: str | Path) -> Agent:
         checkpoint = path
     else:
         raise FileNotFoundError(f"no run directory or checkpoint at {path}")
-    state = load_checkpoint(checkpoint)
+    state = load_checkpoint(checkpoint, allow_unsealed=allow_unsealed, run_seal=required_seal(checkpoint))
     if "config" in state:
         cfg = load_config(state["config"])
     else:
@@ -125,6 +126,4 @@ def load(path: str | Path) -> Agent:
         if not config_path.is_file():
             raise CheckpointError(f"checkpoint {checkpoint} holds no config and there is no {config_path}")
         cfg = load_config(config_path)
-    policy = make_policy(cfg)
-    policy.load_state_dict(state["policy"])
-    return Agent(cfg, policy)
+    return Agent(cfg, load_policy(cfg, state, checkpoint))

@@ -1,17 +1,21 @@
 """``evaluate_run(run_dir)``: reload a finished run and measure its policy."""
 from __future__ import annotations
 
+import logging
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rlpipe.config import load_config
+from rlpipe.config import Config, ConfigError, load_config
 from rlpipe.framework.middleware import evaluate_episodes
+from rlpipe.policy import Policy
 from rlpipe.recipes.build import make_policy
 from rlpipe.recipes.envs import REEVAL_SEED_OFFSET, make_vector_env
-from rlpipe.utils.checkpoint import load_checkpoint
+from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
+
+logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAMES = {"best": "eval.pth.tar", "final": "final.pth.tar"}
 """The names ``rlpipe eval --checkpoint`` takes besides a path, and the files they stand for."""
@@ -42,16 +46,57 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | Path | None = None) -> P
     return path
 
 
-def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | Path | None = None) -> dict[str, Any]:
+def load_policy(cfg: Config, state: dict[str, Any], path: Path) -> Policy:
+    """The policy ``cfg`` describes with the weights of checkpoint ``state`` (read from ``path``);
+    one line when they do not fit (other network sizes or kinds), never torch's many-line report."""
+    policy = make_policy(cfg)
+    try:
+        policy.load_state_dict(state["policy"])
+    except (RuntimeError, KeyError, ValueError, TypeError) as err:
+        reason = " ".join(str(err).split())
+        raise CheckpointError(f"checkpoint {path} does not fit the config it is loaded with "
+                              f"(policy.type {cfg.policy.type}, env {cfg.env.env_id}): {reason[:240]}") from None
+    return policy
+
+
+def _network(cfg: Config) -> tuple[Any, ...]:
+    """What decides a checkpoint's networks and the env they act in."""
+    return cfg.policy.type, cfg.env.env_id, cfg.policy.model.model_dump(mode="json")
+
+
+def checkpoint_config(run_cfg: Config, state: dict[str, Any], path: Path) -> Config:
+    """The config to rebuild checkpoint ``state``'s policy with: the run's, unless the checkpoint
+    carries a config of its own with other networks or another env (a checkpoint of another
+    run or preset), which then is used, with one warning line saying so. A config this rlpipe
+    cannot read (an older checkpoint's) leaves the run's."""
+    if "config" not in state:
+        return run_cfg
+    try:
+        own = load_config(state["config"])
+    except ConfigError:
+        return run_cfg
+    if _network(own) == _network(run_cfg):
+        return run_cfg
+    logger.warning("checkpoint %s was saved by a run of another config (policy.type %s, env %s, other network "
+                   "sizes or env): evaluated with its own config", path, own.policy.type, own.env.env_id)
+    return own
+
+
+def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | Path | None = None,
+                 allow_unsealed: bool = False) -> dict[str, Any]:
     """Mean and spread of the return of ``run_dir``'s policy over ``episodes`` fresh episodes,
-    from its ``checkpoint`` (see :func:`resolve_checkpoint`)."""
+    from its ``checkpoint`` (see :func:`resolve_checkpoint`). A checkpoint of another config is
+    evaluated with its own (:func:`checkpoint_config`). The checkpoint must be sealed, and signed
+    when the run's (or the file's own run's) checkpoints are (see :mod:`rlpipe.utils.checkpoint`),
+    unless ``allow_unsealed`` lets an unsealed one load unverified."""
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
-    cfg = load_config(config_path)
-    state = load_checkpoint(resolve_checkpoint(run_dir, checkpoint))
-    policy = make_policy(cfg)
-    policy.load_state_dict(state["policy"])
+    run_cfg = load_config(config_path)
+    path = resolve_checkpoint(run_dir, checkpoint)
+    state = load_checkpoint(path, allow_unsealed=allow_unsealed, run_seal=required_seal(path, run_dir))
+    cfg = checkpoint_config(run_cfg, state, path)
+    policy = load_policy(cfg, state, path)
     with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
         output = evaluate_episodes(policy.eval_mode, env, episodes or cfg.env.n_evaluator_episode)
     returns = output["episode_return"]

@@ -5,12 +5,31 @@ import json
 import math
 import os
 import time
+import types
+import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework.context import OnlineRLContext
+
+
+class SummaryError(RlpipeError, ValueError):
+    """A ``summary.json`` that is not JSON, or whose keys or value types are not a run summary's."""
+
+
+def _accepts(hint: Any, value: Any) -> bool:
+    """Whether JSON ``value`` has the type ``hint`` names (an int is a float, a bool is not a number)."""
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return any(
+        (kind is type(None) and value is None) or (kind is bool and isinstance(value, bool))
+        or (kind is str and isinstance(value, str)) or (kind is float and number)
+        or (kind is int and number and isinstance(value, int))
+        for kind in options
+    )
 
 
 @dataclass
@@ -63,8 +82,25 @@ class RunSummary:
 
     @classmethod
     def read(cls, path: Path) -> RunSummary:
-        """The summary an earlier (possibly interrupted) run wrote."""
-        return cls(**json.loads(path.read_text()))
+        """The summary an earlier (possibly interrupted) run wrote; a one-line :class:`SummaryError`
+        naming what is wrong when it is not JSON, lacks a key, has one more, or a value of another type."""
+        try:
+            data = json.loads(path.read_bytes())
+        except (ValueError, UnicodeDecodeError) as err:
+            raise SummaryError(f"{path} is damaged: not JSON ({first_line(err)})") from None
+        if not isinstance(data, dict):
+            raise SummaryError(f"{path} is damaged: it holds a {type(data).__name__}, not an object")
+        hints = typing.get_type_hints(cls)
+        names = [field.name for field in fields(cls)]
+        extra, missing = sorted(set(data) - set(names)), [name for name in names if name not in data]
+        if extra or missing:
+            what = f"unknown key '{extra[0]}'" if extra else f"key '{missing[0]}' missing"
+            raise SummaryError(f"{path} is damaged: {what}")
+        wrong = next((name for name in names if not _accepts(hints[name], data[name])), None)
+        if wrong is not None:
+            kind = getattr(hints[wrong], "__name__", str(hints[wrong]))
+            raise SummaryError(f"{path} is damaged: key '{wrong}' is {data[wrong]!r}, not {kind}")
+        return cls(**data)
 
 
 SUMMARY_EVERY_S = 10.0

@@ -11,9 +11,9 @@ from typing import Any
 
 from rlpipe.config import Config, dump_config, load_config
 from rlpipe.entry.stop import graceful_stop
-from rlpipe.entry.summary import RunSummary, summary_tracker
+from rlpipe.entry.summary import RunSummary, SummaryError, summary_tracker
 from rlpipe.envs.vector import worker_report_log
-from rlpipe.errors import RlpipeError
+from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     CKPT_SUFFIX,
@@ -26,15 +26,17 @@ from rlpipe.framework.middleware import (
 from rlpipe.recipes.backends import remote_collect_half
 from rlpipe.recipes.build import Parts, build_parts
 from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
-from rlpipe.utils.checkpoint import CheckpointError
+from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, record_seal
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
+
+logger = logging.getLogger(__name__)
 
 
 class RunDirError(RlpipeError, ValueError):
     """The run directory cannot be used without overwriting an earlier run."""
 
 
-RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json")
+RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", RUN_RECORD)
 """What a run writes before its first checkpoint (besides ``tb/``)."""
 
 
@@ -72,15 +74,18 @@ def remove_stray_temp_files(run_dir: Path) -> list[Path]:
 
 @dataclass
 class ResumePoint:
-    """Where an earlier run in a run directory stopped: its latest checkpoint, buffer and summary."""
+    """Where an earlier run in a run directory stopped: its latest checkpoint, buffer and summary,
+    and the records of its ``metrics.jsonl``."""
 
     checkpoint: dict[str, Any]
     buffer_path: Path
     summary: RunSummary
+    records: list[dict[str, Any]]
 
     @classmethod
-    def find(cls, run_dir: Path) -> ResumePoint:
-        """Read the resume point of ``run_dir``; one-line errors when something is missing."""
+    def find(cls, run_dir: Path, allow_unsealed: bool = False) -> ResumePoint:
+        """Read the resume point of ``run_dir``; one-line errors when something is missing.
+        ``allow_unsealed``: see :func:`~rlpipe.framework.middleware.latest_checkpoint`."""
         if not (run_dir / "config.yaml").is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no config.yaml): nothing to resume")
         remove_stray_temp_files(run_dir)
@@ -88,18 +93,35 @@ class ResumePoint:
             again = f"rlpipe train {run_dir / 'config.yaml'} --run-dir {run_dir} --overwrite-empty"
             raise RunDirError(f"{run_dir} was stopped before its first checkpoint: nothing to resume; start it "
                               f"again with `{again}`")
-        unit = latest_checkpoint(run_dir)
-        summary_file = run_dir / "summary.json"
-        summary = RunSummary.read(summary_file) if summary_file.is_file() else RunSummary()
+        unit = latest_checkpoint(run_dir, allow_unsealed=allow_unsealed)
+        summary = _earlier_summary(run_dir, unit.header.run_id)
         if unit.header.run_id is not None and summary.run_id is not None and unit.header.run_id != summary.run_id:
             raise CheckpointError(f"checkpoint {unit.path} belongs to run {unit.header.run_id}, not to this run "
                                   f"({summary.run_id}): was it copied from another run?")
-        return cls(unit.state, unit.buffer_path, summary)
+        try:
+            records = read_metrics(run_dir)
+        except ValueError as err:
+            raise RunDirError(f"{run_dir / 'metrics.jsonl'} is damaged ({first_line(err)}): the run's evaluations "
+                              "cannot be read back") from None
+        return cls(unit.state, unit.buffer_path, summary, records)
 
     def restore(self, parts: Parts, ctx: OnlineRLContext) -> None:
         """Load policy (and reward model), counters, RNG and replay buffer."""
         restore_checkpoint(self.checkpoint, parts.policy, ctx, parts.reward_model)
         parts.buffer.load_data(str(self.buffer_path))
+
+
+def _earlier_summary(run_dir: Path, run_id: str | None) -> RunSummary:
+    """The summary an earlier run wrote; rebuilt when it is missing or damaged (it is derived data:
+    the evaluations come back from ``metrics.jsonl``, counters from the checkpoint, the run id
+    from the checkpoint's header), with one warning line for a damaged one."""
+    path = run_dir / "summary.json"
+    if path.is_file():
+        try:
+            return RunSummary.read(path)
+        except SummaryError as err:
+            logger.warning("%s: rebuilt from metrics.jsonl and the checkpoint (its wall time starts again at 0)", err)
+    return RunSummary(run_id=run_id)
 
 
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
@@ -137,6 +159,7 @@ def train(
     overrides: Iterable[str] = (),
     middleware: Mapping[str, Sequence[Middleware]] | None = None,
     overwrite_empty: bool = False,
+    allow_unsealed: bool = False,
 ) -> RunSummary:
     """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
 
@@ -153,12 +176,14 @@ def train(
     have passed. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
     ``overwrite_empty``: see :func:`prepare_run_dir`. Nothing in an earlier run's directory
     changes until its checkpoint and buffer are loaded (a refused resume leaves it as it was).
+    ``allow_unsealed``: a resumed run may load unsealed checkpoints (from before the seal),
+    unverified, with a warning (see :mod:`rlpipe.utils.checkpoint`).
     """
     cfg = load_config(cfg, overrides)
     check_insertion_points(middleware or {})
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
     with build_parts(cfg) as parts, remote_collect_half(parts.cfg, parts.policy) as collect:
-        earlier = ResumePoint.find(run_dir) if resume else None
+        earlier = ResumePoint.find(run_dir, allow_unsealed) if resume else None
         ctx = OnlineRLContext()
         if earlier is None:
             prepare_run_dir(run_dir, overwrite_empty)
@@ -167,20 +192,21 @@ def train(
         if announce is not None:
             announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
+        record_seal(run_dir)
         summary_path = run_dir / "summary.json"
         tracker = summary_tracker(
             parts.cfg.env.stop_value, earlier.summary if earlier else None, parts.cfg.updates_per_env_step,
             parts.cfg.env.eval_metric, summary_path,
         )
         if earlier is not None:
-            tracker.summary.merge_evaluations(read_metrics(run_dir), parts.cfg.env.stop_value)
+            tracker.summary.merge_evaluations(earlier.records, parts.cfg.env.stop_value)
         tracker.summary.run_id = tracker.summary.run_id or uuid.uuid4().hex  # older runs had none
         writer = MetricsWriter(run_dir)
         env_errors = logging.FileHandler(run_dir / "env_errors.log", delay=True)  # made on the first report
         worker_report_log.addHandler(env_errors)
         try:
             with graceful_stop() as stop:
-                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware, collect)
+                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware, collect, allow_unsealed)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
         finally:
@@ -194,6 +220,7 @@ def train(
 def _run_pipeline(
     parts: Parts, ctx: OnlineRLContext, run_dir: Path, writer: MetricsWriter, tracker: summary_tracker,
     stop: graceful_stop, middleware: Mapping[str, Sequence[Middleware]] | None, collect: Middleware | None,
+    allow_unsealed: bool = False,
 ) -> None:
     """Add checkpoints, logging and progress to the training pipeline and run from ``ctx`` (an
     earlier run's counters when resumed) until a stop condition (``stop``, first in the
@@ -205,10 +232,11 @@ def _run_pipeline(
     task = Task()
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         task.use(stop)
-        use_training_pipeline(task, parts, middleware, collect)
+        use_training_pipeline(task, parts, middleware, collect, flush=True)  # the final save holds every transition
         task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
                            keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
-                           config=cfg.model_dump(mode="json"), run_id=tracker.summary.run_id))
+                           config=cfg.model_dump(mode="json"), run_id=tracker.summary.run_id,
+                           allow_unsealed=allow_unsealed))
         task.use(online_logger(writer, cfg.run.log_freq))
         task.use(tracker)
         task.use(show)

@@ -19,6 +19,7 @@ from rlpipe.framework.middleware import (
     StepCollector,
     data_pusher,
     eps_greedy_handler,
+    flush_at_finish,
     interaction_evaluator,
     nstep_reward_enhancer,
     reward_model_trainer,
@@ -61,7 +62,7 @@ def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnv, ep
 
 def use_training_pipeline(
     task: Task, parts: Parts, middleware: Mapping[str, Sequence[Middleware]] | None = None,
-    collect: Middleware | None = None,
+    collect: Middleware | None = None, flush: bool = False,
 ) -> Task:
     """Add (explore) -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
 
@@ -73,6 +74,9 @@ def use_training_pipeline(
     caller's own middleware, added there in the order given. ``collect`` replaces the
     collect half (:func:`use_collect_half`) with a middleware that fills ``ctx.trajectories``
     and the counters itself: the Ray backend's receiver of remote collectors' fragments.
+    ``flush``: at the end of the run, what the local collect half still holds goes to the
+    buffer (:class:`~rlpipe.framework.middleware.flush_at_finish`), for a final save that holds
+    every transition collected.
     """
     cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
     extra = middleware or {}
@@ -83,11 +87,13 @@ def use_training_pipeline(
             task.use(fn)
 
     insert("before_collect")
+    first = len(task.middleware)
     if collect is None:
         use_collect_half(task, cfg, policy, parts.collector_env, episodes=parts.her_reward_model is not None)
     else:
         task.use(collect)
     task.use(data_pusher(cfg, buffer))
+    collect_half = task.middleware[first:]
     insert("after_collect")
     insert("before_learn")
     if parts.her_reward_model is not None:
@@ -101,4 +107,6 @@ def use_training_pipeline(
     task.use(interaction_evaluator(cfg, policy.eval_mode, parts.evaluator_env, stop_on_solve=cfg.run.stop_on_solve))
     insert("after_evaluate")
     task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
+    if flush and collect is None:
+        task.use(flush_at_finish(collect_half))
     return task

@@ -10,7 +10,7 @@ import pytest
 
 from rlpipe.cli.main import main
 from tests.cli_errors import one_line_error
-from tests.run_checks import snapshot
+from tests.run_checks import saved_buffer, snapshot
 from tests.tiny_run import TINY_RUN
 
 TINY = [*TINY_RUN, "run.save_freq=1000"]
@@ -27,7 +27,7 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
 def test_every_flip_of_the_buffer_file_is_refused(runs, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(runs[0], run)
-    buffer = run / "ckpt" / "final.buffer.npz"
+    buffer = saved_buffer(run / "ckpt" / "final.pth.tar")
     data = buffer.read_bytes()
     rng = np.random.default_rng(1)
     for position in rng.choice(len(data), size=30, replace=False):
@@ -45,8 +45,9 @@ def test_every_flip_of_the_buffer_file_is_refused(runs, tmp_path, capsys):
 def test_a_checkpoint_from_another_run_is_refused(runs, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(runs[0], run)
-    for name in ("final.pth.tar", "final.buffer.npz"):  # a matching unit, but of run b
-        shutil.copy(runs[1] / "ckpt" / name, run / "ckpt" / name)
+    theirs = runs[1] / "ckpt" / "final.pth.tar"
+    for path in (theirs, saved_buffer(theirs)):  # a matching unit, but of run b
+        shutil.copy(path, run / "ckpt" / path.name)
     err = one_line_error(capsys, ["resume", str(run), "run.max_env_step=400"])
     assert f"checkpoint {run / 'ckpt' / 'final.pth.tar'} belongs to run " in err
     assert "was it copied from another run?" in err

@@ -37,7 +37,7 @@ def test_missing_corrupt_and_foreign_files_fail_in_one_line(tmp_path):
     foreign = tmp_path / "foreign.pth.tar"
     torch.save({"weights": torch.ones(1)}, foreign)
     with pytest.raises(CheckpointError, match=r"lacks the entries \['policy'\]"):
-        load_checkpoint(foreign)
+        load_checkpoint(foreign, allow_unsealed=True)
 
 
 def test_code_in_a_checkpoint_is_not_executed(tmp_path):
@@ -46,9 +46,9 @@ def test_code_in_a_checkpoint_is_not_executed(tmp_path):
             return (print, ("executed!",))
 
     path = tmp_path / "evil.pth.tar"
-    torch.save({"policy": Evil()}, path)  # unsealed (as before the seal), so torch gets to read it
+    torch.save({"policy": Evil()}, path)  # unsealed (as before the seal): allowed, torch gets to read it
     with pytest.raises(CheckpointError, match="corrupt or not a checkpoint"):
-        load_checkpoint(path)
+        load_checkpoint(path, allow_unsealed=True)
 
 
 def saved(tmp_path, **header):
@@ -62,7 +62,7 @@ def test_the_header_names_run_moment_and_buffer(tmp_path):
     assert path.read_bytes().startswith(MAGIC)
     state, header = read_checkpoint(path)
     assert (header.format, header.run_id, header.env_step, header.train_iter, header.buffer_sha256) == (
-        1, "abc", 7, 3, "0" * 64)
+        2, "abc", 7, 3, "0" * 64)
     assert torch.equal(state["policy"]["w"], torch.arange(64, dtype=torch.float32))
 
 
@@ -90,8 +90,8 @@ def test_truncations_are_refused(tmp_path):
 
 def test_a_newer_format_names_both_versions(tmp_path):
     path = saved(tmp_path)
-    path.write_bytes(path.read_bytes().replace(b'"format":1', b'"format":2', 1))
-    with pytest.raises(CheckpointError, match="has format 2; this rlpipe reads formats up to 1"):
+    path.write_bytes(path.read_bytes().replace(b'"format":2', b'"format":3', 1))
+    with pytest.raises(CheckpointError, match="has format 3; this rlpipe reads formats up to 2"):
         load_checkpoint(path)
 
 
@@ -110,8 +110,15 @@ def test_a_key_turns_the_digest_into_an_hmac(tmp_path, monkeypatch):
         load_checkpoint(signed)
 
 
-def test_a_checkpoint_from_before_the_seal_still_loads(tmp_path):
+def test_a_checkpoint_from_before_the_seal_loads_only_when_allowed(tmp_path, caplog):
     path = tmp_path / "old.pth.tar"
     torch.save({"policy": {"w": torch.ones(1)}}, path)  # how rlpipe wrote checkpoints before
-    state, header = read_checkpoint(path)
-    assert torch.equal(state["policy"]["w"], torch.ones(1)) and header.format is None
+    with pytest.raises(CheckpointError, match="is not sealed") as info:
+        read_checkpoint(path)
+    assert "\n" not in str(info.value) and "--allow-unsealed (allow_unsealed=True)" in str(info.value)
+    state, header = read_checkpoint(path, allow_unsealed=True)
+    assert torch.equal(state["policy"]["w"], torch.ones(1)) and header.format is None and not header.sealed
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [f"checkpoint {path} is not sealed: loaded unverified as --allow-unsealed "
+                        "(allow_unsealed=True) asks: its contents, the run it belongs to and the buffer file "
+                        "loaded with it are not checked"]

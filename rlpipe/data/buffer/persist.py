@@ -150,7 +150,8 @@ def save_buffer(buffer: SavableBuffer, file_name: str) -> None:
             np.savez(f, **arrays)  # type: ignore[arg-type]
         os.replace(tmp, file_name)
     except BaseException:
-        os.unlink(tmp)
+        if os.path.exists(tmp):  # not when the rename was done (then a signal came right after it)
+            os.unlink(tmp)
         raise
 
 

@@ -8,7 +8,7 @@ from rlpipe.framework.middleware.ckpt_handler import (
     latest_checkpoint,
     restore_checkpoint,
 )
-from rlpipe.framework.middleware.collector import EpisodeCollector, StepCollector
+from rlpipe.framework.middleware.collector import EpisodeCollector, StepCollector, flush_at_finish
 from rlpipe.framework.middleware.functional import *  # noqa: F403 - re-export the functional middleware
 from rlpipe.framework.middleware.functional import __all__ as _functional_all
 from rlpipe.framework.middleware.learner import HERLearner, OffPolicyLearner
@@ -21,4 +21,4 @@ __all__ = [
     "checkpoint_state",
     "latest_checkpoint",
     "restore_checkpoint",
-    "EpisodeCollector", "HERLearner", "OffPolicyLearner", "StepCollector", *_functional_all]
+    "EpisodeCollector", "HERLearner", "OffPolicyLearner", "StepCollector", "flush_at_finish", *_functional_all]

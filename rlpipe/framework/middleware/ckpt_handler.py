@@ -1,6 +1,7 @@
 """Checkpoint saver middleware, and the state a checkpoint holds."""
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from rlpipe.utils.checkpoint import (
     CheckpointHeader,
     load_checkpoint,
     read_checkpoint,
+    read_header,
+    recorded_seal,
     save_checkpoint,
 )
 from rlpipe.utils.integrity import file_sha256
@@ -22,11 +25,15 @@ from rlpipe.utils.integrity import file_sha256
 COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value", "last_save_iter")
 PERIODIC_PREFIX, CKPT_SUFFIX = "iteration_", ".pth.tar"
 BUFFER_SUFFIX = ".buffer.npz"
-"""``NAME.pth.tar`` has its replay buffer in ``NAME.buffer.npz`` (periodic and final saves, with ``buffer_``)."""
+"""``NAME.pth.tar`` has its replay buffer in ``NAME.DIGEST.buffer.npz``, the name its header gives
+(``NAME.buffer.npz`` in checkpoints of format 1 and in unsealed ones)."""
 
 
-def buffer_file(checkpoint: Path) -> Path:
-    """The buffer file saved together with ``checkpoint``."""
+def buffer_file(checkpoint: Path, header: CheckpointHeader | None = None) -> Path:
+    """The buffer file saved together with ``checkpoint``: the one its ``header`` names, else
+    ``NAME.buffer.npz`` beside ``NAME.pth.tar`` (the layout before buffers were named)."""
+    if header is not None and header.buffer_file is not None:
+        return checkpoint.with_name(Path(header.buffer_file).name)
     return checkpoint.with_name(checkpoint.name.removesuffix(CKPT_SUFFIX) + BUFFER_SUFFIX)
 
 
@@ -72,32 +79,39 @@ class ResumeUnit:
 
     @property
     def buffer_path(self) -> Path:
-        return buffer_file(self.path)
+        return buffer_file(self.path, self.header)
 
 
-def latest_checkpoint(save_dir: str | Path, required: tuple[str, ...] = ("policy", "counters", "torch_rng")
-                      ) -> ResumeUnit:
+def latest_checkpoint(save_dir: str | Path, required: tuple[str, ...] = ("policy", "counters", "torch_rng"),
+                      *, allow_unsealed: bool = False) -> ResumeUnit:
     """The unit a run continues from: of the checkpoints whose buffer is the one they were saved
-    with (its SHA-256 is in the checkpoint's header), the one with the most train iterations (a
-    resumed run's periodic saves outrank the earlier run's final one). A checkpoint whose buffer
-    was replaced after it (a crash between the two writes) is passed over; when no complete
-    unit is left, one line says why the newest was refused."""
+    with (its name and SHA-256 are in the checkpoint's header), the one with the most train
+    iterations (a resumed run's periodic saves outrank the earlier run's final one). Every
+    checkpoint of the run is verified first (an unsealed one is refused unless
+    ``allow_unsealed``; see :mod:`rlpipe.utils.checkpoint`). A checkpoint saved without a
+    buffer, or whose buffer is missing or was replaced after it, is passed over; when no
+    complete unit is left, one line says why."""
     ckpt = Path(save_dir) / "ckpt"
+    seal = recorded_seal(save_dir)
+    headers = {path: read_header(path, allow_unsealed=allow_unsealed, run_seal=seal)
+               for path in sorted(ckpt.glob(f"*{CKPT_SUFFIX}"))}
     units, refused = [], []
-    for path in ckpt.glob(f"*{CKPT_SUFFIX}"):
-        if not buffer_file(path).is_file():
+    for path, header in headers.items():
+        buffer = buffer_file(path, header)
+        if (header.sealed and header.buffer_sha256 is None) or not buffer.is_file():
+            continue  # saved without a buffer (a file beside it is not its), or its buffer is gone
+        if header.buffer_sha256 is not None and file_sha256(buffer) != header.buffer_sha256:
+            refused.append((header.train_iter or 0, path))
             continue
-        state, header = read_checkpoint(path, required)
-        if header.buffer_sha256 is not None and file_sha256(buffer_file(path)) != header.buffer_sha256:
-            refused.append((state["counters"]["train_iter"], path))
-            continue
+        state, _ = read_checkpoint(path, required, allow_unsealed=allow_unsealed, run_seal=seal)
         units.append(ResumeUnit(path, state, header))
     if units:
         return max(units, key=lambda unit: unit.state["counters"]["train_iter"])
     if refused:
         path = max(refused)[1]
-        raise CheckpointError(f"buffer file {buffer_file(path)} does not match checkpoint {path} (its SHA-256 "
-                              "differs: damaged, truncated, or saved at another moment); nothing to resume from")
+        raise CheckpointError(f"buffer file {buffer_file(path, headers[path])} does not match checkpoint {path} (its "
+                              "SHA-256 differs: damaged, truncated, or saved at another moment); nothing to resume "
+                              "from")
     raise CheckpointError(f"no checkpoint saved with its replay buffer in {ckpt}: nothing to resume")
 
 
@@ -107,13 +121,19 @@ class CkptSaver:
     ``eval.pth.tar`` whenever the evaluation return beats the best so far (also the best of
     an earlier run in the same directory), and ``final.pth.tar`` once ``ctx.finish`` is set (if
     ``save_finish``). With ``buffer_``, the periodic and final saves also write the replay
-    buffer beside the checkpoint (see :func:`buffer_file`; only the newest is kept), so that a
-    run can be resumed whole. ``keep_last``: keep only that many periodic checkpoints, the
-    newest (None: all of them). ``reward_model``: a learned reward model saved in every
-    checkpoint with the policy. ``config``: the run's resolved config as plain data (JSON
-    types), saved in every checkpoint. ``run_id``: the run's identity, in every checkpoint's
-    header; a checkpoint saved with the buffer also records the buffer file's SHA-256 (see
-    :mod:`rlpipe.utils.checkpoint`): the buffer is written first, the checkpoint last.
+    buffer beside the checkpoint, so that a run can be resumed whole. ``keep_last``: keep only
+    that many periodic checkpoints, the newest (None: all of them). ``reward_model``: a learned
+    reward model saved in every checkpoint with the policy. ``config``: the run's resolved
+    config as plain data (JSON types), saved in every checkpoint. ``run_id``: the run's
+    identity, in every checkpoint's header. ``allow_unsealed``: the best evaluation of an
+    earlier run may be read from an unsealed ``eval.pth.tar`` (see :mod:`rlpipe.utils.checkpoint`).
+
+    A save never destroys the last complete unit (a checkpoint and the buffer it names): the
+    buffer is written under a name of its own, ``NAME.DIGEST.buffer.npz`` (the first 16 hex
+    digits of its SHA-256, so a name taken again holds the same bytes), then the checkpoint,
+    whose header names that file and its SHA-256, replaces ``NAME.pth.tar`` in one rename;
+    only then are the older buffers removed (one buffer copy on disk: the newest checkpoint's).
+    A crash at any point leaves the previous unit or the new one whole (:func:`latest_checkpoint`).
 
     Reads ``ctx.train_iter``, ``ctx.eval_value``, ``ctx.last_save_iter``; writes ``ctx.last_save_iter``.
     """
@@ -121,7 +141,7 @@ class CkptSaver:
     def __init__(self, policy: Any, save_dir: str | Path, train_freq: int | None = None,
                  save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None,
                  reward_model: Any | None = None, config: Mapping[str, Any] | None = None,
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, allow_unsealed: bool = False) -> None:
         if keep_last is not None and keep_last < 1:
             raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {keep_last}")
         self._policy = policy
@@ -134,7 +154,10 @@ class CkptSaver:
         self._config = config
         self._run_id = run_id
         best = self._dir / "eval.pth.tar"
-        self._best_eval = load_checkpoint(best)["counters"]["last_eval_value"] if best.is_file() else float("-inf")
+        self._best_eval = float("-inf")
+        if best.is_file():
+            state = load_checkpoint(best, allow_unsealed=allow_unsealed, run_seal=recorded_seal(save_dir))
+            self._best_eval = state["counters"]["last_eval_value"]
 
     def _save(self, ctx: OnlineRLContext, name: str, with_buffer: bool) -> None:
         path = self._dir / name
@@ -142,12 +165,22 @@ class CkptSaver:
         if not (with_buffer and self._buffer is not None):
             save_checkpoint(state, path, self._run_id)
             return
+        buffer, sha256 = self._save_buffer(self._buffer, name.removesuffix(CKPT_SUFFIX))
+        save_checkpoint(state, path, self._run_id, sha256, buffer.name)
+        for old in self._dir.glob(f"*{BUFFER_SUFFIX}"):  # the new unit is complete: the older buffers go
+            if old != buffer:
+                old.unlink(missing_ok=True)
+
+    def _save_buffer(self, buffer_: Any, stem: str) -> tuple[Path, str]:
+        """Write the buffer to ``STEM.DIGEST.buffer.npz`` (via a hidden name that resume's cleaning of
+        stray files removes after a crash); returns that path and the file's SHA-256."""
         self._dir.mkdir(parents=True, exist_ok=True)
-        stale = [p for p in self._dir.glob(f"*{BUFFER_SUFFIX}") if p != buffer_file(path)]
-        self._buffer.save_data(str(buffer_file(path)))
-        save_checkpoint(state, path, self._run_id, file_sha256(buffer_file(path)))
-        for old in stale:  # one buffer copy on disk: the newest checkpoint's
-            old.unlink(missing_ok=True)
+        pending = self._dir / f".{stem}{BUFFER_SUFFIX}.pending"
+        buffer_.save_data(str(pending))
+        sha256 = file_sha256(pending)
+        path = self._dir / f"{stem}.{sha256[:16]}{BUFFER_SUFFIX}"
+        os.replace(pending, path)
+        return path, sha256
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         if self._train_freq is not None and ctx.train_iter - max(ctx.last_save_iter, 0) >= self._train_freq:
@@ -161,7 +194,8 @@ class CkptSaver:
             self._save(ctx, "final.pth.tar", with_buffer=True)
 
     def _forget_old_periodic(self) -> None:
-        """Delete the periodic checkpoints beyond the newest ``keep_last`` (and their buffers)."""
+        """Delete the periodic checkpoints beyond the newest ``keep_last`` (their buffers went when a
+        newer one was saved)."""
         if self._keep_last is None:
             return
         iterations = {p: p.name.removeprefix(PERIODIC_PREFIX).removesuffix(CKPT_SUFFIX)
@@ -169,4 +203,3 @@ class CkptSaver:
         periodic = sorted((p for p, it in iterations.items() if it.isdigit()), key=lambda p: int(iterations[p]))
         for old in periodic[: -self._keep_last]:
             old.unlink(missing_ok=True)
-            buffer_file(old).unlink(missing_ok=True)

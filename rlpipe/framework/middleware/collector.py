@@ -8,6 +8,7 @@ transitions, and an episode cut by a failure ends, truncated, at its last good s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,12 @@ class StepCollector:
         ctx.trajectories = concat_batches(steps) if steps else None
         ctx.collect_episode_stats = _episode_figures(self._env)
 
+    def release(self, ctx: OnlineRLContext) -> None:
+        """At the end of a run: hand on the held vector step as ``ctx.trajectories`` (None when
+        nothing is held), each row ending its episode, truncated (the run stops there; a resumed
+        run starts fresh episodes). Nothing is held after."""
+        ctx.trajectories = self._clean.release()
+
 
 @role_gated(Role.COLLECTOR)
 class EpisodeCollector:
@@ -112,8 +119,52 @@ class EpisodeCollector:
         ctx.episodes = episodes
         ctx.collect_episode_stats = _episode_figures(self._env)
 
+    def release(self, ctx: OnlineRLContext) -> None:
+        """At the end of a run: hand on each env's unfinished episode as ``ctx.episodes``, its last
+        step truncated (the run stops there; a resumed run starts fresh episodes). A running
+        episode holds no failed step (a failed step ends its episode), so no row is dropped."""
+        episodes = []
+        for e, start in enumerate(self._start.tolist()):
+            rows = self._history[start:]
+            if rows:
+                steps = {key: np.stack([row[key][e] for row in rows]) for key in rows[0]}
+                episode = end_episodes_at_failed_steps(steps)
+                episode["truncated"][-1] = True
+                episodes.append(episode)
+        self._history.clear()
+        self._start[:] = 0
+        ctx.episodes = episodes
+
     def _forget_finished_steps(self) -> None:
         oldest = int(self._start.min())
         if oldest > 0:
             del self._history[:oldest]
             self._start -= oldest
+
+
+class flush_at_finish:  # noqa: N801 - middleware are named like functions
+    """At the end of a run (``ctx.finish``), the transitions the collect half still holds go to the
+    buffer: the collector hands them on (``release``: :class:`StepCollector`'s held vector step,
+    :class:`EpisodeCollector`'s unfinished episodes, each ending truncated), and the middleware
+    after it in ``collect_half`` (n-step, the pusher) take them on as in any iteration. The
+    released rows end their episodes, so n-step closes every window it holds and nothing stays
+    behind. Put it after every middleware that may set ``ctx.finish``, before the checkpoint saver.
+
+    ``collect_half``: the middleware from the collector (or one before it) to the pusher, in
+    pipeline order; the ones before the collector (the explorer) are not run again.
+    """
+
+    def __init__(self, collect_half: Sequence[Callable[[Any], Any]]) -> None:
+        at = next((i for i, fn in enumerate(collect_half) if isinstance(fn, (StepCollector, EpisodeCollector))), None)
+        if at is None:
+            raise ValueError("flush_at_finish needs a StepCollector or EpisodeCollector in collect_half")
+        self._collector: StepCollector | EpisodeCollector = collect_half[at]  # type: ignore[assignment]
+        self._then = list(collect_half[at + 1:])
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        if not ctx.finish:
+            return
+        ctx.trajectories = ctx.episodes = None
+        self._collector.release(ctx)
+        for fn in self._then:
+            fn(ctx)

@@ -103,7 +103,13 @@ def test_only_the_newest_buffer_copy_is_kept(tmp_path):
     for it in (1, 2):
         ctx.train_iter = it
         saver(ctx)
-    assert sorted(p.name for p in (tmp_path / "ckpt").glob("*.npz")) == ["iteration_2.buffer.npz"]
+    from rlpipe.framework.middleware import buffer_file
+    from rlpipe.utils.checkpoint import read_header
+
+    newest = tmp_path / "ckpt" / "iteration_2.pth.tar"
+    named = buffer_file(newest, read_header(newest))
+    assert named.name.startswith("iteration_2.") and named.name.endswith(".buffer.npz")
+    assert sorted((tmp_path / "ckpt").glob("*.npz")) == [named]
 
 
 def test_keep_last_deletes_older_periodic_checkpoints_and_nothing_else(tmp_path):
@@ -119,10 +125,10 @@ def test_keep_last_deletes_older_periodic_checkpoints_and_nothing_else(tmp_path)
     for it in (8, 9, 10, 11):  # 10 after 9: sorted by number, not by name
         ctx.train_iter, ctx.eval_value = it, float(it)
         saver(ctx)
-    assert sorted(p.name for p in ckpt.iterdir()) == [
+    assert sorted(p.name.split(".")[0] if p.name.endswith(".buffer.npz") else p.name for p in ckpt.iterdir()) == [
         "eval.pth.tar",
         "iteration_10.pth.tar",
-        "iteration_11.buffer.npz",
+        "iteration_11",  # iteration_11.DIGEST.buffer.npz
         "iteration_11.pth.tar",
         "iteration_old.pth.tar",
     ]
