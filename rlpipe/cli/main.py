@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -233,8 +234,22 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _import_from_cwd() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` does.
+
+    The ``rlpipe`` console script starts with its own ``bin`` folder as ``sys.path[0]``, so
+    ``env.env_id=my_envs:Corridor-v0`` would not find ``my_envs.py`` beside the user, while
+    ``python -m rlpipe.cli.main`` would. First (not last) so that both launchers resolve a module
+    name to the same file; the directory is made absolute so a later ``chdir`` cannot change it.
+    """
+    cwd = os.getcwd()
+    if all(os.path.abspath(entry or os.curdir) != cwd for entry in sys.path):
+        sys.path.insert(0, cwd)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    _import_from_cwd()
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
