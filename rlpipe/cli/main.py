@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlpipe.config import load_config, preset_names
+from rlpipe.config import ConfigError, load_config, preset_names
 from rlpipe.errors import RlpipeError
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else []), *_distributed_overrides(args)]
     cfg = load_config(args.config, overrides)
+    _check_ray_flags(args, cfg.distributed.backend)
     run_dir = args.run_dir or default_run_dir(cfg)
     summary = train(cfg, run_dir, announce=_announce, overwrite_empty=args.overwrite_empty)
     return _finish("train", run_dir, summary)
@@ -124,6 +125,15 @@ def _distributed_overrides(args: argparse.Namespace) -> list[str]:
     """``--backend``, ``--collectors`` and ``--address`` as the ``distributed.*`` overrides they stand for."""
     flags = {"backend": args.backend, "collectors": args.collectors, "address": args.address}
     return [f"distributed.{key}={value}" for key, value in flags.items() if value is not None]
+
+
+def _check_ray_flags(args: argparse.Namespace, backend: str) -> None:
+    """``--collectors`` and ``--address`` mean something only to the Ray backend: refuse them, in one
+    line, rather than train in one process as if they had not been given."""
+    for flag, value in {"collectors": args.collectors, "address": args.address}.items():
+        if value is not None and backend != "ray":
+            raise ConfigError(f"--{flag} needs --backend ray (or distributed.backend=ray in the config); "
+                              f"the backend is '{backend}'")
 
 
 def _finish(command: str, run_dir: Path, summary: RunSummary) -> int:

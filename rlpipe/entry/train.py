@@ -29,6 +29,8 @@ from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_trai
 from rlpipe.utils.checkpoint import CheckpointError
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
+log = logging.getLogger(__name__)
+
 
 class RunDirError(RlpipeError, ValueError):
     """The run directory cannot be used without overwriting an earlier run."""
@@ -102,6 +104,17 @@ class ResumePoint:
         parts.buffer.load_data(str(self.buffer_path))
 
 
+def reached_cap(counters: Mapping[str, int], cfg: Config) -> str | None:
+    """The stop condition of ``cfg.run`` that a checkpoint's ``counters`` already meet, as
+    ``key=cap (at N)``; None while the run has steps left."""
+    caps = {"max_env_step": ("env_step", cfg.run.max_env_step),
+            "max_train_iter": ("train_iter", cfg.run.max_train_iter)}
+    for key, (counter, cap) in caps.items():
+        if cap is not None and counters[counter] >= cap:
+            return f"run.{key}={cap} (at {counter.replace('_', ' ')} {counters[counter]})"
+    return None
+
+
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
     """``runs/<exp_name>-seed<seed>``, with ``-2``, ``-3``, ... when taken."""
     base = root / f"{cfg.exp_name}-seed{cfg.seed}"
@@ -151,14 +164,20 @@ def train(
     saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
     process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
     have passed. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
-    ``overwrite_empty``: see :func:`prepare_run_dir`. Nothing in an earlier run's directory
-    changes until its checkpoint and buffer are loaded (a refused resume leaves it as it was).
+    ``overwrite_empty``: see :func:`prepare_run_dir`. A resumed run that already reached its
+    cap (:func:`reached_cap`) trains nothing: a warning says so and its summary is returned.
+    Nothing in an earlier run's directory changes until its checkpoint and buffer are loaded (a
+    refused resume leaves it as it was).
     """
     cfg = load_config(cfg, overrides)
     check_insertion_points(middleware or {})
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
     with build_parts(cfg) as parts, remote_collect_half(parts.cfg, parts.policy) as collect:
         earlier = ResumePoint.find(run_dir) if resume else None
+        done = reached_cap(earlier.checkpoint["counters"], parts.cfg) if earlier is not None else None
+        if earlier is not None and done is not None:
+            log.warning("%s already reached %s: nothing to train (raise the cap to continue)", run_dir, done)
+            return earlier.summary
         ctx = OnlineRLContext()
         if earlier is None:
             prepare_run_dir(run_dir, overwrite_empty)
