@@ -23,11 +23,13 @@ from rlpipe.framework.middleware import (
     progress_bar,
     restore_checkpoint,
 )
+from rlpipe.policy.frame import device_of
 from rlpipe.recipes.backends import remote_collect_half
 from rlpipe.recipes.build import Parts, build_parts
 from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.utils.checkpoint import CheckpointError
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
+from rlpipe.utils.precision import bf16_fallback_reason
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +139,10 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
             f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
             f"(replay ratio {ratio:.3g})"
         )
-    precision = "" if policy.learn.precision == "fp32" else f", {policy.learn.precision} products"
+    precision = ""
+    if policy.learn.precision != "fp32":
+        fallback = bf16_fallback_reason(device_of(policy)) is not None
+        precision = ", fp32 products (no native bfloat16 here)" if fallback else f", {policy.learn.precision} products"
     return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}{precision}"
 
 

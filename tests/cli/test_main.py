@@ -14,6 +14,7 @@ from rlpipe.cli.main import main
 from rlpipe.config import load_config
 from rlpipe.data import DequeBuffer
 from rlpipe.entry.train import describe_run
+from rlpipe.utils import precision
 from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
@@ -185,11 +186,19 @@ def test_train_first_says_where_the_run_goes_and_its_replay_ratio(capsys, tmp_pa
     assert json.loads(last)["updates_per_env_step"] == 0.5
 
 
-def test_the_first_line_names_bf16_products_when_asked_for():
+def test_the_first_line_names_bf16_products_when_asked_for(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
     plain, mixed = (load_config("pendulum-sac", extra) for extra in ([], ["policy.learn.precision=bf16-mixed"]))
     first = describe_run(plain, Path("r"))
     assert first == "pendulum-sac (sac) in r: 8 gradient updates per 8 env steps (replay ratio 1)"
     assert describe_run(mixed, Path("r")) == first + ", bf16-mixed products"
+
+
+def test_the_first_line_says_when_bf16_falls_back_to_fp32(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2"}))
+    mixed = load_config("pendulum-sac", ["policy.learn.precision=bf16-mixed"])
+    assert describe_run(mixed, Path("r")).endswith(": 8 gradient updates per 8 env steps (replay ratio 1), "
+                                                   "fp32 products (no native bfloat16 here)")
 
 
 def test_overrides_may_stand_after_options(tmp_path):
