@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from rlpipe.config import Config, dump_config, load_config
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, summary_tracker
@@ -128,7 +130,7 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 
 
 def describe_run(cfg: Config, run_dir: Path) -> str:
-    """One line saying what trains where and how often it learns (the replay ratio)."""
+    """One line saying what trains where, on which device, and how often it learns (the replay ratio)."""
     policy, ratio = cfg.policy, cfg.updates_per_env_step
     if ratio is None:
         episodes = policy.collect.n_episode
@@ -139,11 +141,20 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
             f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
             f"(replay ratio {ratio:.3g})"
         )
+    device = device_of(policy)
     precision = ""
     if policy.learn.precision != "fp32":
-        fallback = bf16_fallback_reason(device_of(policy)) is not None
+        fallback = bf16_fallback_reason(device) is not None
         precision = ", fp32 products (no native bfloat16 here)" if fallback else f", {policy.learn.precision} products"
-    return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}{precision}"
+    where = f"{run_dir} on {describe_device(device, policy.cuda)}"
+    return f"{cfg.exp_name} ({policy.type}) in {where}: {updates}{precision}"
+
+
+def describe_device(device: torch.device, cuda_asked: bool) -> str:
+    """``cpu``, ``cuda (GPU name)``, or ``cpu (policy.cuda=true, but torch sees no GPU)``."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return "cpu (policy.cuda=true, but torch sees no GPU)" if cuda_asked else "cpu"
 
 
 def train(
