@@ -3,9 +3,6 @@ the run is evaluated (in a fresh process, which must import the module again) an
 from __future__ import annotations
 
 import json
-import os
-import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -57,38 +54,3 @@ def test_bad_own_env_settings_are_one_line(capsys, override, message):
     err = one_line_error(capsys, ["train", "cartpole-dqn", *TINY, override])
     assert message in err
 
-
-def _readme_own_env_section() -> str:
-    text = (REPO / "README.md").read_text()
-    return text.split("### Your own environment", 1)[1].split("\n### ", 1)[0]
-
-
-def test_the_readme_commands_find_my_envs_in_the_current_directory(tmp_path):
-    """The README's ``my_envs.py`` and its commands, verbatim but for a tiny budget appended, run
-    through the installed ``rlpipe`` console script from the folder that holds ``my_envs.py``.
-
-    The venv's editable install points at the main checkout, so ``PYTHONPATH`` holds this
-    checkout's root (and nothing else) to test this code; the temporary folder is not on it:
-    ``my_envs`` must be found because it is in the current directory."""
-    section = _readme_own_env_section()
-    python_block = re.search(r"```python\n(# my_envs\.py\n.*?)```", section, re.S)
-    bash_block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert python_block and bash_block
-    (tmp_path / "my_envs.py").write_text(python_block.group(1))
-    script = Path(sys.executable).parent / "rlpipe"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    commands = [part for line in bash_block.group(1).replace("\\\n", " ").splitlines() for part in line.split("&&")]
-    budget = {"train": [*TINY_RUN, "run.save_freq=20"], "eval": [], "resume": ["run.max_env_step=400", "--no-progress"]}
-    ran = []
-    for command in commands:
-        argv = shlex.split(command)
-        assert argv[0] == "rlpipe"
-        done = subprocess.run([str(script), *argv[1:], *budget[argv[1]]], cwd=tmp_path, env=env,
-                              capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        ran.append(argv[1])
-        summary = json.loads(done.stdout.strip().splitlines()[-1])
-        if argv[1] == "resume":
-            assert summary["env_step"] >= 400
-    assert ran == ["train", "train", "eval", "resume"]
-    assert {"corridor", "corridor-20"} <= {p.name for p in (tmp_path / "runs").iterdir()}
