@@ -25,7 +25,7 @@ from rlpipe.entry.train import train as train_run
 from rlpipe.errors import RlpipeError
 from rlpipe.recipes.pipeline import Middleware
 
-EnvArgument = str | Callable[[], gym.Env]
+EnvArgument = str | Callable[..., gym.Env]
 """``env=``: a gymnasium id (``"CartPole-v1"``, ``"my_envs:Corridor-v0"``) or a callable making an env."""
 FACTORY_NAMESPACE = "rlpipe-python"
 """gymnasium namespace of the ids that env factories passed as ``env=`` are registered under."""
