@@ -13,7 +13,7 @@ def __getattr__(name: str) -> object:
 
         return load
     if name == "train":
-        from rlpipe.entry.train import train
+        from rlpipe.entry.api import train
 
         return train
     raise AttributeError(f"module 'rlpipe' has no attribute {name!r}")

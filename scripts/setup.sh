@@ -1,27 +1,52 @@
 #!/usr/bin/env bash
-# Create .venv and install rlpipe into it. PyTorch is pinned to the CPU wheel first so that
-# the project's torch>=... range is already met and no CUDA build is pulled.
-# rlpipe is installed editable, so code changes need no reinstall: when pyproject.toml and the
-# extras asked for are the same as at the last successful setup, the install is skipped.
-# Usage: scripts/setup.sh [extra,...]   e.g. scripts/setup.sh test
+# Create .venv and install rlpipe into it. PyTorch is pinned first so that the project's
+# torch>=... range is already met: the CPU build by default, or with the word `cuda` among the
+# arguments a CUDA build from PyTorch's wheel index for the CUDA version in RLPIPE_CUDA
+# (default cu128: the index https://download.pytorch.org/whl/cu128; your driver must support it).
+# rlpipe is installed editable, so code changes need no reinstall: when pyproject.toml, the
+# extras and the torch build asked for are the same as at the last successful setup, the
+# install is skipped. RLPIPE_SETUP_DRY_RUN=1 prints the commands instead of running them.
+# Usage: scripts/setup.sh [cuda,][extra,...]   e.g. scripts/setup.sh test   or   scripts/setup.sh cuda,mujoco
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-}"
-torch_pin="torch==2.13.0"
+dry_run="${RLPIPE_SETUP_DRY_RUN:-}"
+torch_version="2.13.0"
+extras=""
+build="cpu"
+words="${1:-}"
+for word in ${words//,/ }; do
+  if [ "$word" = "cuda" ]; then
+    build="${RLPIPE_CUDA:-cu128}"
+  elif [ -n "$word" ]; then
+    extras="${extras:+${extras},}${word}"
+  fi
+done
+if [ "$build" = "cpu" ]; then
+  torch_args=("torch==${torch_version}")
+else
+  torch_args=("torch==${torch_version}+${build}" --index-url "https://download.pytorch.org/whl/${build}")
+fi
+
+run() {
+  if [ -n "$dry_run" ]; then echo "+ $*"; else "$@"; fi
+}
+
 stamp=".venv/.rlpipe-setup"
-wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) extras=[${extras}] ${torch_pin}"
-if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
-  echo "setup: .venv is up to date (same pyproject.toml, extras [${extras}]); nothing to install"
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) extras=[${extras}] ${torch_args[*]}"
+if [ -z "$dry_run" ] && [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+  echo "setup: .venv is up to date (same pyproject.toml, extras [${extras}], torch ${build}); nothing to install"
   exit 0
 fi
-echo "setup: creating .venv and installing ${torch_pin} (CPU), then rlpipe${extras:+[${extras}]} (editable)"
-python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet "$torch_pin"
+echo "setup: creating .venv and installing torch ${torch_version} (${build}), then rlpipe${extras:+[${extras}]} (editable)"
+run python3 -m venv .venv
+run .venv/bin/python -m pip install --quiet --upgrade pip
+run .venv/bin/python -m pip install --quiet "${torch_args[@]}"
 if [ -n "$extras" ]; then
-  .venv/bin/python -m pip install --quiet -e ".[$extras]"
+  run .venv/bin/python -m pip install --quiet -e ".[$extras]"
 else
-  .venv/bin/python -m pip install --quiet -e .
+  run .venv/bin/python -m pip install --quiet -e .
 fi
-echo "$wanted" > "$stamp"
+if [ -z "$dry_run" ]; then
+  echo "$wanted" > "$stamp"
+fi
 echo "setup: done"

@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlpipe.config import load_config, preset_names
+from rlpipe.config import ConfigError, load_config, preset_names
 from rlpipe.errors import RlpipeError
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else []), *_distributed_overrides(args)]
     cfg = load_config(args.config, overrides)
+    _check_ray_flags(args, cfg.distributed.backend)
     run_dir = args.run_dir or default_run_dir(cfg)
     summary = train(cfg, run_dir, announce=_announce, overwrite_empty=args.overwrite_empty)
     return _finish("train", run_dir, summary)
@@ -127,6 +129,15 @@ def _distributed_overrides(args: argparse.Namespace) -> list[str]:
     """``--backend``, ``--collectors`` and ``--address`` as the ``distributed.*`` overrides they stand for."""
     flags = {"backend": args.backend, "collectors": args.collectors, "address": args.address}
     return [f"distributed.{key}={value}" for key, value in flags.items() if value is not None]
+
+
+def _check_ray_flags(args: argparse.Namespace, backend: str) -> None:
+    """``--collectors`` and ``--address`` mean something only to the Ray backend: refuse them, in one
+    line, rather than train in one process as if they had not been given."""
+    for flag, value in {"collectors": args.collectors, "address": args.address}.items():
+        if value is not None and backend != "ray":
+            raise ConfigError(f"--{flag} needs --backend ray (or distributed.backend=ray in the config); "
+                              f"the backend is '{backend}'")
 
 
 def _finish(command: str, run_dir: Path, summary: RunSummary) -> int:
@@ -238,8 +249,22 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _import_from_cwd() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` does.
+
+    The ``rlpipe`` console script starts with its own ``bin`` folder as ``sys.path[0]``, so
+    ``env.env_id=my_envs:Corridor-v0`` would not find ``my_envs.py`` beside the user, while
+    ``python -m rlpipe.cli.main`` would. First (not last) so that both launchers resolve a module
+    name to the same file; the directory is made absolute so a later ``chdir`` cannot change it.
+    """
+    cwd = os.getcwd()
+    if all(os.path.abspath(entry or os.curdir) != cwd for entry in sys.path):
+        sys.path.insert(0, cwd)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    _import_from_cwd()
     args = _parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -90,6 +90,10 @@ SB3_NAMES = {
     "target_policy_noise": "'policy.learn.noise_sigma'",
     "target_noise_clip": "'policy.learn.noise_clip'",
     "total_timesteps": "'run.max_env_step'",
+    "net_arch": "'policy.model.encoder_hidden_size_list'",
+    "policy_kwargs": "'policy.model' (set its keys one by one, e.g. policy.model.encoder_hidden_size_list=[64,64])",
+    "device": "'policy.cuda' (true: train on the GPU)",
+    "n_envs": "'env.collector_env_num'",
 }
 """Stable-Baselines3 argument names and the rlpipe key that does the same job (for hints); the
 learning rate's keys depend on ``policy.type`` (:func:`sb3_name_hint`)."""
@@ -201,11 +205,11 @@ def _describe(err: ValidationError, data: Mapping[str, Any]) -> str:
     if first["type"] == "extra_forbidden":
         model = _model_at(loc)
         leaf = str(loc[-1])
+        if leaf in SB3_NAMES:  # before close matches: 'n_envs' is SB3's, not a typo of 'env'
+            return f"unknown config key '{key}': Stable-Baselines3's '{leaf}' is {sb3_name_hint(leaf, data)} here"
         hint = difflib.get_close_matches(leaf, list(model.model_fields), n=1) if model else []
         if hint:
             return f"unknown config key '{key}' (did you mean '{'.'.join([*map(str, loc[:-1]), hint[0]])}'?)"
-        if leaf in SB3_NAMES:
-            return f"unknown config key '{key}': Stable-Baselines3's '{leaf}' is {sb3_name_hint(leaf, data)} here"
         return f"unknown config key '{key}'"
     if first["type"] == ONE_LINE_ERROR:
         return first["msg"]

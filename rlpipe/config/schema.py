@@ -474,6 +474,11 @@ class Config(_Strict):
                 f"reward_model.type 'icm' needs discrete actions; policy.type '{policy.type}' has continuous ones "
                 "(use reward_model.type=rnd)"
             )
+        if policy.random_collect_size > self.run.max_env_step:
+            raise ValueError(
+                f"policy.random_collect_size ({policy.random_collect_size}) is larger than run.max_env_step "
+                f"({self.run.max_env_step}): the run would end inside its random warm-up"
+            )
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")
         if self.distributed.backend == "ray" and policy.other.her is not None:

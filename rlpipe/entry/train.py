@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from rlpipe.config import Config, dump_config, load_config
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, SummaryError, summary_tracker
@@ -23,11 +25,13 @@ from rlpipe.framework.middleware import (
     progress_bar,
     restore_checkpoint,
 )
+from rlpipe.policy.frame import device_of
 from rlpipe.recipes.backends import remote_collect_half
 from rlpipe.recipes.build import Parts, build_parts
 from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, record_seal
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
+from rlpipe.utils.precision import bf16_fallback_reason
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +128,17 @@ def _earlier_summary(run_dir: Path, run_id: str | None) -> RunSummary:
     return RunSummary(run_id=run_id)
 
 
+def reached_cap(counters: Mapping[str, int], cfg: Config) -> str | None:
+    """The stop condition of ``cfg.run`` that a checkpoint's ``counters`` already meet, as
+    ``key=cap (at N)``; None while the run has steps left."""
+    caps = {"max_env_step": ("env_step", cfg.run.max_env_step),
+            "max_train_iter": ("train_iter", cfg.run.max_train_iter)}
+    for key, (counter, cap) in caps.items():
+        if cap is not None and counters[counter] >= cap:
+            return f"run.{key}={cap} (at {counter.replace('_', ' ')} {counters[counter]})"
+    return None
+
+
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
     """``runs/<exp_name>-seed<seed>``, with ``-2``, ``-3``, ... when taken."""
     base = root / f"{cfg.exp_name}-seed{cfg.seed}"
@@ -135,7 +150,7 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 
 
 def describe_run(cfg: Config, run_dir: Path) -> str:
-    """One line saying what trains where and how often it learns (the replay ratio)."""
+    """One line saying what trains where, on which device, and how often it learns (the replay ratio)."""
     policy, ratio = cfg.policy, cfg.updates_per_env_step
     if ratio is None:
         episodes = policy.collect.n_episode
@@ -146,8 +161,20 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
             f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
             f"(replay ratio {ratio:.3g})"
         )
-    precision = "" if policy.learn.precision == "fp32" else f", {policy.learn.precision} products"
-    return f"{cfg.exp_name} ({policy.type}) in {run_dir}: {updates}{precision}"
+    device = device_of(policy)
+    precision = ""
+    if policy.learn.precision != "fp32":
+        fallback = bf16_fallback_reason(device) is not None
+        precision = ", fp32 products (no native bfloat16 here)" if fallback else f", {policy.learn.precision} products"
+    where = f"{run_dir} on {describe_device(device, policy.cuda)}"
+    return f"{cfg.exp_name} ({policy.type}) in {where}: {updates}{precision}"
+
+
+def describe_device(device: torch.device, cuda_asked: bool) -> str:
+    """``cpu``, ``cuda (GPU name)``, or ``cpu (policy.cuda=true, but torch sees no GPU)``."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return "cpu (policy.cuda=true, but torch sees no GPU)" if cuda_asked else "cpu"
 
 
 def train(
@@ -174,16 +201,21 @@ def train(
     saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
     process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
     have passed. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
-    ``overwrite_empty``: see :func:`prepare_run_dir`. Nothing in an earlier run's directory
-    changes until its checkpoint and buffer are loaded (a refused resume leaves it as it was).
-    ``allow_unsealed``: a resumed run may load unsealed checkpoints (from before the seal),
-    unverified, with a warning (see :mod:`rlpipe.utils.checkpoint`).
+    ``overwrite_empty``: see :func:`prepare_run_dir`. A resumed run that already reached its
+    cap (:func:`reached_cap`) trains nothing: a warning says so and its summary is returned.
+    Nothing in an earlier run's directory changes until its checkpoint and buffer are loaded (a
+    refused resume leaves it as it was). ``allow_unsealed``: a resumed run may load unsealed
+    checkpoints (from before the seal), unverified, with a warning (see :mod:`rlpipe.utils.checkpoint`).
     """
     cfg = load_config(cfg, overrides)
     check_insertion_points(middleware or {})
     run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
     with build_parts(cfg) as parts, remote_collect_half(parts.cfg, parts.policy) as collect:
         earlier = ResumePoint.find(run_dir, allow_unsealed) if resume else None
+        done = reached_cap(earlier.checkpoint["counters"], parts.cfg) if earlier is not None else None
+        if earlier is not None and done is not None:
+            logger.warning("%s already reached %s: nothing to train (raise the cap to continue)", run_dir, done)
+            return earlier.summary
         ctx = OnlineRLContext()
         if earlier is None:
             prepare_run_dir(run_dir, overwrite_empty)

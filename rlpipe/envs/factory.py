@@ -153,10 +153,12 @@ def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_ep
         try:
             return _standard_wrappers(apply_wrappers(make_env(), user_wrappers))
         except gym.error.DependencyNotInstalled as err:
-            raise MissingDependencyError(
-                f"env '{env_id}' needs a package that is not installed ({first_line(err)}); "
-                "MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
-            ) from None
+            reason = first_line(err)
+            # gymnasium's message says what to install; only MuJoCo has an rlpipe extra (not Box2D)
+            extra = ("; MuJoCo envs need the extra: scripts/setup.sh mujoco, or pip install 'rlpipe[mujoco]'"
+                     if "mujoco" in reason.lower() else "")
+            message = f"env '{env_id}' needs a package that is not installed ({reason}){extra}"
+            raise MissingDependencyError(message) from None
         except EnvSettingError:  # a wrapper's: it names its own setting
             raise
         except (TypeError, ValueError) as err:  # gymnasium and env constructors reject bad kwargs this way

@@ -15,6 +15,7 @@ from torch import nn
 
 from rlpipe.config.schema import Precision
 from rlpipe.policy.frame import ArrayLike, Observation, PolicyFrame, TransitionBatch, model_shapes
+from rlpipe.utils.precision import bf16_fallback_reason
 from rlpipe.utils.running_stats import RunningMeanStd
 
 logger = logging.getLogger(__name__)
@@ -155,15 +156,17 @@ class ActorCriticPolicy(PolicyFrame[Generators]):
         return b._replace(obs=self._normalized(obs), next_obs=self._normalized(b.next_obs))
 
     def _bf16_mixed(self, learn_cfg: Any) -> bool:
-        """Whether ``learn.precision`` (absent means fp32) asks for bfloat16 products in the updates."""
+        """Whether the updates run bfloat16 products: ``learn.precision`` (absent means fp32) asks for
+        them and the device has native bfloat16 arithmetic (:func:`bf16_fallback_reason`)."""
         precision = getattr(learn_cfg, "precision", "fp32")
         if precision not in PRECISIONS:
             raise ValueError(f"cfg.learn.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if precision == "fp32":
             return False
-        # torch's own test for the oneDNN bfloat16 kernels (AVX512-BF16 or AMX); it has no public one.
-        if self._device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-            logger.warning("learn.precision=bf16-mixed: this CPU has no bfloat16 instructions, updates will be slower")
+        reason = bf16_fallback_reason(self._device)
+        if reason is not None:  # emulated bfloat16 is several times slower than float32, never faster
+            logger.warning("learn.precision=bf16-mixed falls back to fp32: %s", reason)
+            return False
         return True
 
     def _learn_under_autocast(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:

@@ -43,20 +43,24 @@ def check_insertion_points(middleware: Mapping[str, Sequence[Middleware]]) -> No
         raise ConfigError(f"unknown middleware insertion point '{unknown[0]}' (use {', '.join(INSERTION_POINTS)})")
 
 
-def use_collect_half(task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False) -> Task:
+def use_collect_half(
+    task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False, max_env_step: int | None = None
+) -> Task:
     """Add (explore) -> collect -> (n-step) to ``task``: the part of the pipeline that acts
     (role COLLECTOR), leaving the transitions in ``ctx.trajectories``, or with ``episodes``
     (HER) whole episodes in ``ctx.episodes``.
 
     An epsilon schedule for the algorithms that explore epsilon-greedily (dqn; the others sample
     their actions or add their own noise: the table in :mod:`rlpipe.config.algorithms`),
-    uniformly random actions for the first ``policy.random_collect_size`` env steps.
+    uniformly random actions for the first ``policy.random_collect_size`` env steps. With
+    ``max_env_step`` (a local run's ``run.max_env_step``) collection stops at that count, within
+    one vector step; a remote collector counts only its share of the run, so it takes none.
     """
     if ALGORITHMS[cfg.policy.type].exploration_of(cfg.policy) is Exploration.EPSILON:
         task.use(eps_greedy_handler(cfg))
     if episodes:
-        return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))
-    task.use(StepCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size))
+        return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size, max_env_step))
+    task.use(StepCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size, max_env_step))
     return task.use(nstep_reward_enhancer(cfg))
 
 
@@ -89,7 +93,8 @@ def use_training_pipeline(
     insert("before_collect")
     first = len(task.middleware)
     if collect is None:
-        use_collect_half(task, cfg, policy, parts.collector_env, episodes=parts.her_reward_model is not None)
+        use_collect_half(task, cfg, policy, parts.collector_env, episodes=parts.her_reward_model is not None,
+                         max_env_step=cfg.run.max_env_step)
     else:
         task.use(collect)
     task.use(data_pusher(cfg, buffer))

@@ -51,7 +51,8 @@ def test_a_refused_resume_changes_nothing(tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "cartpole-dqn", *FAST, "run.max_env_step=200", "--run-dir", str(run)]) == 0
     before = snapshot(run)
-    err = one_line_error(capsys, ["resume", str(run), "policy.other.replay_buffer.replay_buffer_size=5000"])
+    err = one_line_error(capsys, ["resume", str(run), "run.max_env_step=400",
+                                     "policy.other.replay_buffer.replay_buffer_size=5000"])
     assert "holds a buffer of size 20000, this one has 5000" in err
     assert snapshot(run) == before
 

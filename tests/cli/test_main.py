@@ -9,11 +9,13 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 from rlpipe.cli.main import main
 from rlpipe.config import load_config
 from rlpipe.data import DequeBuffer
 from rlpipe.entry.train import describe_run
+from rlpipe.utils import precision
 from tests.cli_errors import one_line_error
 from tests.run_checks import saved_buffer
 from tests.tiny_run import TINY_RUN
@@ -181,15 +183,30 @@ def test_train_first_says_where_the_run_goes_and_its_replay_ratio(capsys, tmp_pa
     run_dir = tmp_path / "r"
     assert main(["train", "cartpole-dqn", *TINY, "policy.learn.replay_ratio=0.5", "--run-dir", str(run_dir)]) == 0
     first, *_, last = capsys.readouterr().out.strip().splitlines()
-    assert first == f"cartpole-dqn (dqn) in {run_dir}: 20 gradient updates per 40 env steps (replay ratio 0.5)"
+    assert first == f"cartpole-dqn (dqn) in {run_dir} on cpu: 20 gradient updates per 40 env steps (replay ratio 0.5)"
     assert json.loads(last)["updates_per_env_step"] == 0.5
 
 
-def test_the_first_line_names_bf16_products_when_asked_for():
+def test_the_first_line_names_bf16_products_when_asked_for(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
     plain, mixed = (load_config("pendulum-sac", extra) for extra in ([], ["policy.learn.precision=bf16-mixed"]))
     first = describe_run(plain, Path("r"))
-    assert first == "pendulum-sac (sac) in r: 8 gradient updates per 8 env steps (replay ratio 1)"
+    assert first == "pendulum-sac (sac) in r on cpu: 8 gradient updates per 8 env steps (replay ratio 1)"
     assert describe_run(mixed, Path("r")) == first + ", bf16-mixed products"
+
+
+def test_the_first_line_says_which_device_trains():
+    cuda = load_config("cartpole-dqn", ["policy.cuda=true"])
+    no_gpu = "on cpu (policy.cuda=true, but torch sees no GPU)"
+    expected = f"on cuda ({torch.cuda.get_device_name()})" if torch.cuda.is_available() else no_gpu
+    assert describe_run(cuda, Path("r")).startswith(f"cartpole-dqn (dqn) in r {expected}: ")
+
+
+def test_the_first_line_says_when_bf16_falls_back_to_fp32(monkeypatch):
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2"}))
+    mixed = load_config("pendulum-sac", ["policy.learn.precision=bf16-mixed"])
+    assert describe_run(mixed, Path("r")).endswith(": 8 gradient updates per 8 env steps (replay ratio 1), "
+                                                   "fp32 products (no native bfloat16 here)")
 
 
 def test_overrides_may_stand_after_options(tmp_path):

@@ -53,3 +53,4 @@ def test_wrappers_from_the_config_wrap_every_env(tmp_path):
 def test_bad_own_env_settings_are_one_line(capsys, override, message):
     err = one_line_error(capsys, ["train", "cartpole-dqn", *TINY, override])
     assert message in err
+

@@ -35,6 +35,14 @@ def test_a_fractional_value_for_an_integer_key_is_one_line():
                              "'policy.random_collect_size' here"),
     ("exploration_fraction=0.1", "unknown config key 'exploration_fraction': Stable-Baselines3's "
                                  "'exploration_fraction' is 'policy.other.eps.decay' (env steps) here"),
+    ("net_arch=[64,64]", "unknown config key 'net_arch': Stable-Baselines3's 'net_arch' is "
+                         "'policy.model.encoder_hidden_size_list' here"),
+    ("device=cuda", "unknown config key 'device': Stable-Baselines3's 'device' is 'policy.cuda' (true: train on "
+                    "the GPU) here"),
+    ("n_envs=4", "unknown config key 'n_envs': Stable-Baselines3's 'n_envs' is 'env.collector_env_num' here"),
+    ("policy_kwargs.net_arch=[64]", "unknown config key 'policy_kwargs': Stable-Baselines3's 'policy_kwargs' is "
+                                    "'policy.model' (set its keys one by one, e.g. "
+                                    "policy.model.encoder_hidden_size_list=[64,64]) here"),
     ("policy.learn.batch_sizes=3", "unknown config key 'policy.learn.batch_sizes' (did you mean "
                                    "'policy.learn.batch_size'?)"),
 ])

@@ -40,7 +40,7 @@ def test_a_flaky_env_trains_to_the_end_with_every_failure_counted(tmp_path):
     summary = rlpipe.train("cartpole-dqn", run_dir=tmp_path / "run", overrides=[
         f"env.env_id={FLAKY_ID}", "run.max_env_step=10000", "run.progress=false", "env.stop_value=1000",
         "policy.eval.evaluator.eval_freq=500", "env.n_evaluator_episode=5",
-    ])
+    ]).summary
     assert summary.env_step >= 10000 and summary.stopped_by is None
     records = read_metrics(tmp_path / "run")
     failed = max(r["train_failed_steps"] for r in records if "train_failed_steps" in r)

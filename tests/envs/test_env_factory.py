@@ -46,6 +46,24 @@ def _needs_missing_package() -> gym.Env:
     raise gym.error.DependencyNotInstalled('MuJoCo is not installed, run `pip install "gymnasium[mujoco]"`')
 
 
+def _needs_box2d() -> gym.Env:
+    raise gym.error.DependencyNotInstalled(
+        'Box2D is not installed, you can install it by run `pip install swig` followed by '
+        '`pip install "gymnasium[box2d]"`'
+    )
+
+
+def test_a_missing_box2d_says_what_gymnasium_says_and_nothing_of_mujoco():
+    gym.register("RlpipeTest/NeedsBox2D-v0", entry_point=_needs_box2d)
+    try:
+        with pytest.raises(MissingDependencyError) as err:
+            env_factory("RlpipeTest/NeedsBox2D-v0")()
+        message = str(err.value)
+        assert message.endswith('`pip install "gymnasium[box2d]"`)') and "mujoco" not in message.lower()
+    finally:
+        del gym.registry["RlpipeTest/NeedsBox2D-v0"]
+
+
 def test_an_env_whose_package_is_missing_names_the_extra_in_one_line():
     gym.register("RlpipeTest/NeedsMujoco-v0", entry_point=_needs_missing_package)
     try:

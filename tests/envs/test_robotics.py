@@ -45,11 +45,11 @@ def test_a_mujoco_outside_the_working_range_is_named(version):
 
 def test_a_fetch_preset_with_an_incompatible_mujoco_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr(mujoco, "__version__", "4.0.1")
-    err = one_line_error(capsys, ["train", "fetchreach-sac-her", "run.max_env_step=100"])
+    err = one_line_error(capsys, ["train", "fetchreach-sac-her", "run.max_env_step=1000"])
     assert "env 'FetchReach-v4' needs mujoco>=3.2,<3.11" in err and "rlpipe[robotics]" in err
 
 
 def test_a_fetch_preset_without_the_extra_is_one_line(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "gymnasium_robotics", None)  # what an uninstalled package imports as
-    err = one_line_error(capsys, ["train", "fetchreach-sac-her", "run.max_env_step=100"])
+    err = one_line_error(capsys, ["train", "fetchreach-sac-her", "run.max_env_step=1000"])
     assert "env 'FetchReach-v4' needs the gymnasium-robotics package" in err and "scripts/setup.sh robotics" in err

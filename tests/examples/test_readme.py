@@ -1,12 +1,15 @@
 """The README's "Using a trained agent" and "Your own environment" sections run as written."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.tiny_run import TINY_RUN
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -26,16 +29,30 @@ def test_using_a_trained_agent_runs_as_written(tmp_path, monkeypatch):
     assert (tmp_path / "runs" / "my-agent" / "ckpt" / "final.pth.tar").is_file()
 
 
-def test_your_own_environment_runs_as_written(tmp_path):
+def test_your_own_environment_runs_as_written_through_the_console_script(tmp_path):
+    """The README's ``my_envs.py`` and its commands, verbatim but for a tiny budget appended, run
+    through the installed ``rlpipe`` console script from the folder that holds ``my_envs.py``.
+
+    The venv's editable install points at the main checkout, so ``PYTHONPATH`` holds this
+    checkout's root (and nothing else) to test this code; the temporary folder is not on it:
+    ``my_envs`` must be found because it is in the current directory."""
     (module,) = code_blocks("Your own environment", "python")
     (commands,) = code_blocks("Your own environment", "bash")
     (tmp_path / "my_envs.py").write_text(module)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    script = Path(sys.executable).parent / "rlpipe"
+    env = {**os.environ, "PYTHONPATH": str(README.parent)}
+    budget = {"train": [*TINY_RUN, "run.save_freq=20"], "eval": [], "resume": ["run.max_env_step=400", "--no-progress"]}
+    ran = []
     for line in commands.replace("\\\n", " ").splitlines():
         for command in line.split("&&"):
             args = shlex.split(command)
             assert args[0] == "rlpipe"
-            subprocess.run([sys.executable, "-m", "rlpipe.cli.main", *args[1:]], cwd=tmp_path, env=env, check=True,
-                           capture_output=True)
+            done = subprocess.run([str(script), *args[1:], *budget[args[1]]], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            ran.append(args[1])
+            if args[1] == "resume":
+                assert json.loads(done.stdout.strip().splitlines()[-1])["env_step"] >= 400
+    assert ran == ["train", "train", "eval", "resume"]
     assert (tmp_path / "runs" / "corridor" / "summary.json").is_file()
     assert (tmp_path / "runs" / "corridor-20" / "summary.json").is_file()

@@ -4,10 +4,18 @@ import pytest
 import torch
 
 from rlpipe.policy import CrossQPolicy, DDPGPolicy, SACPolicy, TD3Policy
+from rlpipe.utils import precision
 
 from . import test_crossq, test_sac, test_td3
 
 BF16 = "bf16-mixed"
+
+
+@pytest.fixture(autouse=True)
+def native_bf16(monkeypatch):
+    """These tests are of the bfloat16 updates themselves: run them on any CPU (emulated where it
+    has no bfloat16 instructions), not the float32 they fall back to there."""
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
 
 
 def build(cls, precision, hidden=(64, 64)):

@@ -47,22 +47,29 @@ class StepCollector:
     Writes ``ctx.collect_episode_stats`` (:func:`_episode_figures`) and
     ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
-    ``random_collect_size`` env steps use uniformly random actions. The newest vector step
-    is held until the next one shows whether its env failed (:class:`FailedStepFilter`), so
-    the rows written lag the env steps counted by one vector step.
+    ``random_collect_size`` env steps use uniformly random actions. With ``max_env_step`` a
+    collection stops at the first vector step that reaches it, so the run's env steps exceed
+    the cap by less than one vector step. The newest vector step is held until the next one
+    shows whether its env failed (:class:`FailedStepFilter`), so the rows written lag the env
+    steps counted by one vector step.
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0) -> None:
+    def __init__(
+        self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0, max_env_step: int | None = None
+    ) -> None:
         self._policy = policy
         self._env = env
         self._vector_steps = math.ceil(cfg.policy.collect.n_sample / env.num_envs)
         self._random_collect_size = random_collect_size
+        self._max_env_step = max_env_step
         self._clean = FailedStepFilter()
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         vector_steps = self._vector_steps
         if ctx.env_step < self._random_collect_size:
-            vector_steps = max(vector_steps, math.ceil((self._random_collect_size - ctx.env_step) / self._env.num_envs))
+            vector_steps = max(vector_steps, self._vector_steps_to(self._random_collect_size, ctx))
+        if self._max_env_step is not None:
+            vector_steps = min(vector_steps, self._vector_steps_to(self._max_env_step, ctx))
         steps = []
         for _ in range(vector_steps):
             step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
@@ -79,6 +86,10 @@ class StepCollector:
         run starts fresh episodes). Nothing is held after."""
         ctx.trajectories = self._clean.release()
 
+    def _vector_steps_to(self, env_step: int, ctx: OnlineRLContext) -> int:
+        """The vector steps that take ``ctx.env_step`` to ``env_step`` or just past it (0 when there)."""
+        return math.ceil(max(env_step - ctx.env_step, 0) / self._env.num_envs)
+
 
 @role_gated(Role.COLLECTOR)
 class EpisodeCollector:
@@ -89,22 +100,28 @@ class EpisodeCollector:
     call, so no steps are thrown away. A failed step ends its episode (the env marks it
     truncated), so it is always the last row of the episode it cuts: it is dropped there and
     the step before becomes the end, when the whole episode is handed on. No step needs to be
-    held back, unlike :class:`StepCollector`'s rows.
+    held back, unlike :class:`StepCollector`'s rows. With ``max_env_step`` a collection stops
+    at the first vector step that reaches it, with the episodes finished by then.
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0) -> None:
+    def __init__(
+        self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0, max_env_step: int | None = None
+    ) -> None:
         self._policy = policy
         self._env = env
         self._n_episode = cfg.policy.collect.n_episode
         if self._n_episode is None:
             raise ValueError("config key 'policy.collect.n_episode' must be set for an episode collector")
         self._random_collect_size = random_collect_size
+        self._max_env_step = max_env_step
         self._history: list[Batch] = []  # vector steps since the oldest running episode began
         self._start = np.zeros(env.num_envs, dtype=np.int64)  # history index where each episode began
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         episodes: list[Batch] = []
-        while len(episodes) < self._n_episode or ctx.env_step < self._random_collect_size:
+        while (len(episodes) < self._n_episode or ctx.env_step < self._random_collect_size) and (
+            self._max_env_step is None or ctx.env_step < self._max_env_step
+        ):
             step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
             _count(ctx, step)
             self._history.append(step)

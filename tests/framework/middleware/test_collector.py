@@ -45,6 +45,23 @@ def test_step_collector_random_phase_reaches_random_collect_size(cartpole_env):
     assert ctx.env_step == 24 and len(actor.kwargs) == 1
 
 
+def test_step_collector_stops_at_the_first_vector_step_that_reaches_max_env_step(cartpole_env):
+    collector = StepCollector(cfg(n_sample=12), ConstantActor(), cartpole_env, random_collect_size=10, max_env_step=16)
+    ctx = OnlineRLContext()
+    collector(ctx)
+    assert ctx.env_step == 12  # the warm-up and n_sample, both under the cap
+    collector(ctx)
+    assert ctx.env_step == 18  # 16 is reached within the second of 3-env vector steps, not after 4
+    collector(ctx)
+    assert ctx.env_step == 18
+
+
+def test_episode_collector_stops_at_max_env_step_with_the_episodes_finished_by_then(cartpole_env):
+    ctx = OnlineRLContext()
+    EpisodeCollector(cfg(n_episode=50), ConstantActor(), cartpole_env, max_env_step=30)(ctx)
+    assert ctx.env_step == 30 and len(ctx.episodes) == ctx.env_episode < 50
+
+
 def test_step_collector_marks_episode_ends_and_keeps_final_obs(cartpole_env):
     collector = StepCollector(cfg(n_sample=300), ConstantActor(), cartpole_env)
     ctx = OnlineRLContext()

@@ -1,0 +1,107 @@
+"""``rlpipe.train``: training from Python, as an SB3 user writes it.
+
+The command line's :func:`rlpipe.entry.train.train` takes config strings; this front takes
+what a Python caller has at hand: an env id or an env factory (``env=``), overrides as a list
+or a dict, ``overwrite=True`` / ``resume=True`` for a used ``run_dir``, and returns a
+:class:`TrainResult` (summary, run directory, ``.agent()``). Its errors name its arguments.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from rlpipe.config import Config, load_config
+from rlpipe.entry.agent import Agent, load
+from rlpipe.entry.summary import RunSummary
+from rlpipe.entry.train import RunDirError, default_run_dir
+from rlpipe.entry.train import train as train_run
+from rlpipe.errors import RlpipeError
+from rlpipe.recipes.pipeline import Middleware
+
+EnvArgument = str | Callable[..., gym.Env]
+"""``env=``: a gymnasium id (``"CartPole-v1"``, ``"my_envs:Corridor-v0"``) or a callable making an env."""
+FACTORY_NAMESPACE = "rlpipe-python"
+"""gymnasium namespace of the ids that env factories passed as ``env=`` are registered under."""
+
+
+class ArgumentError(RlpipeError, ValueError):
+    """An argument of :func:`train` is of the wrong kind; the message names it."""
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns: the run's summary, its directory and its agent."""
+
+    summary: RunSummary
+    run_dir: Path
+
+    def agent(self) -> Agent:
+        """The trained agent: the run's best checkpoint, else its final one (:func:`rlpipe.load`)."""
+        return load(self.run_dir)
+
+
+def train(
+    config: Config | str | Path | Mapping[str, Any],
+    env: EnvArgument | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+    run_dir: str | Path | None = None,
+    *,
+    overwrite: bool = False,
+    resume: bool = False,
+    middleware: Mapping[str, Sequence[Middleware]] | None = None,
+) -> TrainResult:
+    """Train ``config`` (a preset name, YAML path, dict or :class:`Config`), on ``env`` if given.
+
+    ``env`` replaces ``env.env_id``: an id string, or a callable returning a ``gymnasium.Env``
+    (registered in this process under ``rlpipe-python/<name>-v0``, the id the run's config
+    keeps: ``rlpipe eval`` in another process needs an id it can import, e.g.
+    ``my_envs:Corridor-v0``). ``overrides`` are ``"key.path=value"`` strings or a dict
+    ``{"key.path": value}``. A ``run_dir`` that already holds a run is refused unless
+    ``overwrite=True`` (its files are removed first) or ``resume=True`` (training continues
+    from its latest checkpoint). ``middleware``: see :func:`rlpipe.entry.train.train`.
+    """
+    if overwrite and resume:
+        raise ArgumentError("pass overwrite=True or resume=True, not both")
+    texts = [*_override_texts(overrides), *([f"env.env_id={_env_id(env)}"] if env is not None else [])]
+    cfg = load_config(config, texts)
+    path = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
+    if not resume and (path / "config.yaml").exists():
+        if not overwrite:
+            raise RunDirError(f"run_dir {path} already holds a run: pass overwrite=True to start again there, "
+                              "resume=True to continue it, or another run_dir")
+        shutil.rmtree(path)
+    summary = train_run(cfg, path, resume=resume, middleware=middleware)
+    return TrainResult(summary, path)
+
+
+def _override_texts(overrides: Iterable[str] | Mapping[str, Any]) -> list[str]:
+    """``overrides`` as ``key=value`` strings; a dict's values are written as JSON (which YAML reads)."""
+    if isinstance(overrides, Mapping):
+        return [f"{key}={json.dumps(value)}" for key, value in overrides.items()]
+    if isinstance(overrides, str):
+        raise ArgumentError(f"overrides must be a list of 'key=value' strings or a dict, got the string {overrides!r}")
+    texts = list(overrides)
+    wrong = [text for text in texts if not isinstance(text, str)]
+    if wrong:
+        raise ArgumentError(f"overrides must be a list of 'key=value' strings or a dict; {wrong[0]!r} is not a string")
+    return texts
+
+
+def _env_id(env: EnvArgument) -> str:
+    """The gymnasium id of ``env``; an env factory is registered under one first."""
+    if isinstance(env, str):
+        return env
+    if not callable(env):
+        raise ArgumentError(f"env must be a gymnasium id or a callable returning a gymnasium.Env, got {env!r}")
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", getattr(env, "__name__", type(env).__name__)).strip("_") or "env"
+    env_id = f"{FACTORY_NAMESPACE}/{name}-v0"
+    gym.registry.pop(env_id, None)  # a later call with another factory of the same name replaces it
+    gym.register(env_id, entry_point=env)
+    return env_id
