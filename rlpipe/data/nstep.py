@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rlpipe.utils.batch import reject_failed_steps
+from rlpipe.utils.batch import reject_failed_steps, terminated_of
 
 Batch = dict[str, np.ndarray]
 REQUIRED = ("env_id", "reward", "terminated", "truncated")
@@ -56,6 +56,9 @@ class NStepAccumulator:
 
     def add(self, batch: Mapping[str, np.ndarray]) -> Batch:
         """Add time-ordered rows; return every transition whose window is now complete, oldest first."""
+        if "terminated" not in batch and "done" in batch:  # the seed's rows: terminated = done, nothing truncated
+            done = np.asarray(terminated_of(batch, "n-step"))
+            batch = {**batch, "terminated": done, "truncated": np.zeros_like(done)}
         missing = [key for key in REQUIRED if key not in batch]
         if missing:
             raise ValueError(f"n-step needs fields {REQUIRED}; missing {missing}")

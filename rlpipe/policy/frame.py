@@ -23,6 +23,7 @@ from gymnasium import spaces
 from rlpipe.model.encoders import model_observation_space
 from rlpipe.policy.base import PolicyMode
 from rlpipe.policy.optim import adam_betas_of
+from rlpipe.utils.batch import terminated_of
 
 ArrayLike = np.ndarray | torch.Tensor
 Observation = torch.Tensor | dict[str, torch.Tensor]
@@ -163,7 +164,9 @@ class PolicyFrame(ABC, Generic[RngT]):
             raise ValueError(f"cfg.nstep is {self._nstep} but the batch has no 'value_gamma' column")
         return TransitionBatch(
             self._observations(batch["obs"]), tensor("action", self.action_dtype), tensor("reward"),
-            self._observations(batch["next_obs"]), tensor("terminated"), value_gamma,
+            self._observations(batch["next_obs"]),
+            torch.as_tensor(terminated_of(batch, "a learning batch"), dtype=torch.float32, device=self._device),
+            value_gamma,
             tensor("weight") if "weight" in batch else None,
         )
 

@@ -1,6 +1,7 @@
 """Small helpers on columnar batches (``dict[str, np.ndarray]`` with a leading batch dim)."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -8,6 +9,7 @@ import numpy as np
 import torch
 
 Batch = dict[str, np.ndarray]
+logger = logging.getLogger(__name__)
 
 
 def concat_batches(batches: Sequence[Mapping[str, np.ndarray]]) -> Batch:
@@ -90,3 +92,29 @@ def end_episodes_at_failed_steps(batch: Mapping[str, np.ndarray]) -> Batch:
     truncated[before[~ended[before]]] = True
     out["truncated"] = truncated
     return {key: value[~failed] for key, value in out.items()}
+
+
+SEED_DONE_WARNING = (
+    "a batch has the seed's 'done' and no 'terminated': read as terminated = done, so episodes cut by a "
+    "time limit are not bootstrapped (a bias); give 'terminated' and 'truncated' (gymnasium's step) instead"
+)
+_warned_done = False
+
+
+def terminated_of(batch: Mapping[str, Any], who: str) -> Any:
+    """The ``terminated`` column of ``batch``, or the seed's ``done`` in its place.
+
+    DI-engine's transitions say ``done``, which mixes the end of an episode by a terminal state
+    with a cut by a time limit; read as ``terminated`` the latter is not bootstrapped, so it is
+    accepted with one warning per process. A batch with neither is one line naming the fields.
+    """
+    global _warned_done
+    if "terminated" in batch:
+        return batch["terminated"]
+    if "done" in batch:
+        if not _warned_done:
+            _warned_done = True
+            logger.warning(SEED_DONE_WARNING)
+        return batch["done"]
+    raise ValueError(f"{who} needs a 'terminated' field (with 'truncated', or the seed's 'done'); "
+                     f"the batch has {sorted(batch)}")
