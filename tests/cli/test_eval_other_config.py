@@ -15,7 +15,8 @@ from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
 TINY = [*TINY_RUN, "run.save_freq=100000"]
-OTHERS = {"pendulum-sac": ["pendulum-sac", "policy.random_collect_size=100"], "wider": ["cartpole-dqn", "policy.model.encoder_hidden_size_list=[32]"]}
+OTHERS = {"pendulum-sac": ["pendulum-sac", "policy.random_collect_size=100"],
+          "wider": ["cartpole-dqn", "policy.model.encoder_hidden_size_list=[32]"]}
 
 
 @pytest.fixture(scope="module")
