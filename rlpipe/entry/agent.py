@@ -32,6 +32,17 @@ def _wrappers(env: gym.Env) -> list[gym.Wrapper]:
     return stack
 
 
+def _outermost_stateful_observer(stack: list[gym.Wrapper]) -> gym.Wrapper | None:
+    """The outermost wrapper of ``stack`` (outermost first) that changes observations but is no
+    ``ObservationWrapper``: its observations depend on earlier steps, so no function of one
+    raw observation can stand in for it."""
+    for wrapper in stack:
+        changes = wrapper.observation_space != wrapper.env.observation_space
+        if changes and not isinstance(wrapper, gym.ObservationWrapper):
+            return wrapper
+    return None
+
+
 class Agent:
     """A policy with its config, ready to act: :meth:`predict` maps env observations to env actions."""
 
@@ -41,8 +52,12 @@ class Agent:
         env = make_env_factory(cfg)()
         try:
             stack = _wrappers(env)
-            self.observation_space: gym.Space = env.unwrapped.observation_space
-            """The env's own observation space (what :meth:`predict` takes)."""
+            stateful = _outermost_stateful_observer(stack)
+            if stateful is not None:  # e.g. a frame stack: predict takes what it returns
+                stack = stack[:stack.index(stateful)]
+            self.observation_space: gym.Space = (env.unwrapped if stateful is None else stateful).observation_space
+            """What :meth:`predict` takes: the env's own observations, or those of its outermost wrapper
+            that keeps state between steps (Atari's preprocessing and frame stack: the stacked frames)."""
             self.action_space: gym.Space = env.unwrapped.action_space
             """The env's own action space (what :meth:`predict` returns)."""
             self._observation_wrappers = [w for w in reversed(stack) if isinstance(w, gym.ObservationWrapper)]
@@ -57,7 +72,7 @@ class Agent:
         (any algorithm exploring epsilon-greedily) is epsilon-greedy with ``policy.other.eps.end``.
         """
         rows, single = self._rows(obs)
-        policy_obs = np.stack([self._to_policy(row) for row in rows]).astype(np.float32, copy=False)
+        policy_obs = np.stack([self._to_policy(row) for row in rows])  # in its own dtype: the encoder converts
         if deterministic:
             actions = self.policy.eval_mode.forward(policy_obs)
         elif ALGORITHMS[self.cfg.policy.type].exploration_of(self.cfg.policy) is Exploration.EPSILON:
@@ -94,7 +109,7 @@ class Agent:
     def _to_policy(self, obs: Any) -> np.ndarray:
         for wrapper in self._observation_wrappers:  # innermost first, as the env applies them
             obs = wrapper.observation(obs)
-        return np.asarray(obs, dtype=np.float32)
+        return np.asarray(obs)
 
     def _to_env(self, action: Any) -> Any:
         for wrapper in self._action_wrappers:  # outermost first: the policy's action goes in at the top
