@@ -188,13 +188,16 @@ def export_run(run: str | Path, out: str | Path, format: str = "onnx") -> Export
     agent = load(run)
     module = acting_network(agent).eval().requires_grad_(False)
     obs_shape = tuple(agent.observation_space.shape or ())
-    example = torch.zeros((2, *obs_shape), dtype=torch.float32)
+    # images keep their integer dtype: the graph's encoder scales them as in training
+    obs_dtype = torch.uint8 if agent.observation_space.dtype == np.uint8 else torch.float32
+    example = torch.zeros((2, *obs_shape), dtype=obs_dtype)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
         _save(format, module, example, out)
         action = module(example)
     kind = "int64 [N]" if action.dtype == torch.int64 else f"float32 [N, {action.shape[1]}]"
-    return ExportedGraph(str(out), format, f"{INPUT_NAME}: float32 [N, {', '.join(map(str, obs_shape))}]",
+    given = f"{INPUT_NAME}: {str(obs_dtype).removeprefix('torch.')} [N, {', '.join(map(str, obs_shape))}]"
+    return ExportedGraph(str(out), format, given,
                          f"{OUTPUT_NAME}: {kind}")
 
