@@ -135,10 +135,15 @@ class ModelConfig(_Strict):
         None, description="Largest value of image observations, by which image encoders divide them (255 for "
         "Atari, 1 for MinAtar; set from the env)."
     )
+    obs_categories: list[PositiveInt] | None = Field(
+        None, description="Discrete or MultiDiscrete observations: the number of values of each dimension "
+        "(Discrete(16): [16]), which the encoder one-hot encodes; None: not discrete (set from the env)."
+    )
     encoder: Literal["auto", "mlp", "nature_cnn", "minatar_cnn"] = Field(
         "auto",
         description="The networks' first part, which reads the observations: auto chooses from the env's "
-        "observation space (mlp for vectors and dicts of them; for uint8 images [C, H, W] nature_cnn "
+        "observation space (mlp for vectors, n-D Box flattened, MultiBinary, Discrete and MultiDiscrete one-hot, "
+        "and dicts of them; for uint8 images [C, H, W] nature_cnn "
         "when H and W are >= 36 pixels, else minatar_cnn).",
     )
     action_shape: PositiveInt | None = Field(

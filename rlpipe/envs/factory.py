@@ -81,11 +81,17 @@ def _bounded(space: gym.spaces.Box) -> bool:
 
 
 def _standard_wrappers(env: gym.Env) -> gym.Env:
-    """``env`` with rlpipe's own wrappers: goal or MiniGrid observations flattened, bounded actions in [-1, 1]."""
+    """``env`` with rlpipe's own wrappers: goal, MiniGrid, other dict and tuple observations flattened,
+    bounded actions in [-1, 1]. A dict or tuple without goals becomes one vector, entry by entry in the
+    space's order, each entry as the encoders read it (gymnasium's ``flatten``: a ``Box`` flattened,
+    a ``Discrete`` one-hot, a ``MultiDiscrete`` one-hot per dimension), because the vector env and the
+    replay buffer carry arrays."""
     if is_goal_env(env):
         env = FlattenGoalObservation(env)
     elif is_minigrid_env(env):
         env = FlattenMiniGridImage(ReportMiniGridSuccess(env))
+    elif isinstance(env.observation_space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        env = gym.wrappers.FlattenObservation(env)
     space = env.action_space
     if isinstance(space, gym.spaces.Box) and _bounded(space):
         unit = np.ones(space.shape, dtype=space.dtype)

@@ -8,9 +8,11 @@ stays ``uint8``) until the encoder of the network that reads it.
 :func:`make_encoder` picks the encoder from the observation space and the config key
 ``policy.model.encoder`` (``auto`` chooses from the space) through :data:`ENCODERS`:
 
-- ``mlp``: ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``, on a flat ``Box`` or on
-  a ``Dict`` of ``Box`` entries concatenated (goal dicts in the layout of
-  ``rlpipe.envs.FlattenGoalObservation``);
+- ``mlp``: ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``, on float features made
+  from the space (:func:`flat_size`): a ``Box`` of any shape flattened, a ``MultiBinary`` as its
+  0/1 vector, a ``Discrete`` one-hot, a ``MultiDiscrete`` one-hot per dimension (as
+  Stable-Baselines3 does), a ``Dict`` of these concatenated entry by entry (goal dicts in the
+  layout of ``rlpipe.envs.FlattenGoalObservation``);
 - ``nature_cnn`` and ``minatar_cnn`` (:mod:`rlpipe.model.cnn`): the DQN networks of Atari and of
   MinAtar on channels-first images ``[C, H, W]``, scaled by the space's ``high`` (their dense
   layer is the paper's: ``encoder_hidden_size_list`` is not read).
@@ -90,18 +92,55 @@ class MlpEncoder(Encoder):
         return obs if n == 1 else obs.reshape(*obs.shape[:-n], prod(self.shape))
 
 
-class DictEncoder(Encoder):
-    """A ``Dict`` observation: each entry (``[B, *shape]``) flattened to float32 and concatenated in ``keys`` order."""
+def one_hot(obs: torch.Tensor, nvec: Sequence[int]) -> torch.Tensor:
+    """Integer observations of ``len(nvec)`` values each (``[B]`` for one, ``[B, *shape]`` for more)
+    as float32 ``[B, sum(nvec)]``: value ``v`` of dimension ``i`` sets feature ``sum(nvec[:i]) + v``."""
+    values = obs.reshape(-1, len(nvec)).long()
+    if len(nvec) == 1:
+        return nn.functional.one_hot(values[:, 0], nvec[0]).to(torch.float32)
+    return torch.cat([nn.functional.one_hot(values[:, i], n) for i, n in enumerate(nvec)], dim=1).to(torch.float32)
 
-    def __init__(self, keys: Sequence[str], layers: Sequence[nn.Module]) -> None:
+
+def categories(space: spaces.Space[Any]) -> tuple[int, ...] | None:
+    """The number of values of each dimension of a ``Discrete`` or ``MultiDiscrete`` space (None for others)."""
+    if isinstance(space, spaces.Discrete):
+        return (int(space.n),)
+    if isinstance(space, spaces.MultiDiscrete):
+        return tuple(int(n) for n in np.asarray(space.nvec).reshape(-1))
+    return None
+
+
+class OneHotEncoder(Encoder):
+    """A ``Discrete`` or ``MultiDiscrete`` observation, one-hot per dimension (:func:`one_hot`)."""
+
+    def __init__(self, nvec: Sequence[int], layers: Sequence[nn.Module]) -> None:
         super().__init__(*layers)
-        self.keys = tuple(keys)
+        self.nvec = tuple(nvec)
+
+    def prepare(self, obs: torch.Tensor) -> torch.Tensor:
+        return one_hot(obs, self.nvec)
+
+
+def _entry_features(space: spaces.Space[Any], obs: torch.Tensor) -> torch.Tensor:
+    """One entry of a dict observation ``[B, ...]`` as float32 ``[B, flat_size(space)]``."""
+    nvec = categories(space)
+    return one_hot(obs, nvec) if nvec is not None else obs.to(torch.float32).flatten(start_dim=1)
+
+
+class DictEncoder(Encoder):
+    """A ``Dict`` observation: each entry as float32 features (flattened, or one-hot for ``Discrete``
+    and ``MultiDiscrete`` entries) concatenated in ``keys`` order."""
+
+    def __init__(self, entries: Mapping[str, spaces.Space[Any]], layers: Sequence[nn.Module]) -> None:
+        super().__init__(*layers)
+        self.entries = dict(entries)
+        self.keys = tuple(entries)
 
     def prepare(self, obs: Mapping[str, torch.Tensor]) -> torch.Tensor:
         missing = [key for key in self.keys if key not in obs]
         if missing:
             raise ValueError(f"model expects dict observations with keys {self.keys}, missing {missing}")
-        return torch.cat([obs[key].to(torch.float32).flatten(start_dim=1) for key in self.keys], dim=-1)
+        return torch.cat([_entry_features(space, obs[key]) for key, space in self.entries.items()], dim=-1)
 
 
 class ImageEncoder(Encoder):
@@ -162,9 +201,13 @@ def observation_space(obs: ObsShape | spaces.Space[Any]) -> spaces.Space[Any]:
 
 
 def model_observation_space(model_cfg: Any) -> spaces.Space[Any]:
-    """The observation space ``policy.model`` describes: ``obs_shape``, an image ``Box`` in
+    """The observation space ``policy.model`` describes: a ``MultiDiscrete`` of ``obs_categories``
+    when set (``Discrete`` and ``MultiDiscrete`` envs), an image ``Box`` of ``obs_shape`` in
     ``[0, obs_high]`` of ``obs_dtype`` when those are set (``fill_model_shapes`` sets them for
-    image envs), else an unbounded float32 ``Box``."""
+    image envs), else an unbounded float32 ``Box`` of ``obs_shape``."""
+    nvec = getattr(model_cfg, "obs_categories", None)
+    if nvec is not None:
+        return spaces.MultiDiscrete(list(nvec))
     dtype, high = getattr(model_cfg, "obs_dtype", None), getattr(model_cfg, "obs_high", None)
     if dtype is None:
         return observation_space(model_cfg.obs_shape)
@@ -188,12 +231,18 @@ def check_sizes(obs_shape: ObsShape | spaces.Space[Any], action_shape: int) -> N
 
 
 def flat_size(space: spaces.Space[Any]) -> int:
-    """The number of floats the ``mlp`` encoder reads from one observation of ``space``."""
+    """The number of floats the ``mlp`` encoder reads from one observation of ``space``: a ``Box``'s
+    or ``MultiBinary``'s values, the one-hot width of a ``Discrete`` or ``MultiDiscrete``, a
+    ``Dict``'s entries together."""
     if isinstance(space, spaces.Dict):
         return sum(flat_size(sub) for sub in space.spaces.values())
-    if isinstance(space, spaces.Box):
+    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
         return prod(space.shape)
-    raise ValueError(f"the mlp encoder reads Box or Dict observations, got {describe(space)}")
+    nvec = categories(space)
+    if nvec is not None:
+        return sum(nvec)
+    raise ValueError(f"the mlp encoder reads Box, MultiBinary, Discrete, MultiDiscrete or Dict observations, "
+                     f"got {describe(space)}")
 
 
 def dict_keys(space: spaces.Dict) -> tuple[str, ...]:
@@ -206,8 +255,11 @@ def _mlp_encoder(space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
     hidden = list(cfg.encoder_hidden_size_list)
     layers, n_features = mlp_layers(flat_size(space), hidden, bool(getattr(cfg, "batch_renorm", False)))
     if isinstance(space, spaces.Dict):
-        return DictEncoder(dict_keys(space), layers), n_features
-    assert isinstance(space, spaces.Box)  # flat_size refused the rest
+        return DictEncoder({key: space[key] for key in dict_keys(space)}, layers), n_features
+    nvec = categories(space)
+    if nvec is not None:
+        return OneHotEncoder(nvec, layers), n_features
+    assert isinstance(space, (spaces.Box, spaces.MultiBinary))  # flat_size refused the rest
     return MlpEncoder(tuple(space.shape), layers), n_features
 
 
@@ -260,16 +312,33 @@ def encoder_kind(observation_space: spaces.Space[Any], kind: str = "auto") -> st
     space = observation_space
     if isinstance(space, spaces.Box) and is_image(space):
         return "nature_cnn" if min(space.shape[1:]) >= NATURE_MIN_SIZE else "minatar_cnn"
-    if isinstance(space, spaces.Box) and len(space.shape) == 1:
+    if _channels_last_image(space):
+        raise ValueError(
+            f"observations {describe(space)} look like channels-last images [H, W, C]; the image encoders read "
+            "channels-first [C, H, W] (transpose them with a wrapper in env.wrappers), or set "
+            "policy.model.encoder=mlp to flatten them"
+        )
+    if isinstance(space, spaces.Dict) and all(_mlp_reads(sub) for sub in space.spaces.values()):
         return "mlp"
-    if isinstance(space, spaces.Dict) and all(
-        isinstance(sub, spaces.Box) and len(sub.shape) == 1 for sub in space.spaces.values()
-    ):
+    if _mlp_reads(space):
         return "mlp"
     raise ValueError(
-        f"no encoder is chosen automatically for observations {describe(space)}; the mlp encoder reads flat "
-        "Box observations and dicts of them (set policy.model.encoder=mlp to flatten others)"
+        f"no encoder is chosen automatically for observations {describe(space)}; the mlp encoder reads Box, "
+        "MultiBinary, Discrete and MultiDiscrete observations and dicts of them"
     )
+
+
+def _channels_last_image(space: spaces.Space[Any]) -> bool:
+    return (isinstance(space, spaces.Box) and len(space.shape) == 3 and np.issubdtype(space.dtype, np.integer)
+            and not is_image(space))
+
+
+def _mlp_reads(space: spaces.Space[Any]) -> bool:
+    """Whether ``auto`` gives ``space`` (not a dict) to the ``mlp`` encoder: any non-image ``Box``, flattened,
+    and the discrete spaces."""
+    if isinstance(space, spaces.Box):
+        return not is_image(space) and not _channels_last_image(space)
+    return isinstance(space, (spaces.MultiBinary, spaces.Discrete, spaces.MultiDiscrete))
 
 
 def describe(space: spaces.Space[Any]) -> str:

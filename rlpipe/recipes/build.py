@@ -22,7 +22,15 @@ from rlpipe.data.buffer.middleware.frame_store import frame_store_nbytes
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.factory import is_atari_id
-from rlpipe.model.encoders import as_shape, describe, encoder_kind, is_image, model_observation_space, obs_size
+from rlpipe.model.encoders import (
+    as_shape,
+    categories,
+    describe,
+    encoder_kind,
+    is_image,
+    model_observation_space,
+    obs_size,
+)
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
@@ -47,6 +55,14 @@ def _action_size(cfg: Config, action_space: gym.Space) -> int:
         if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
             raise ConfigError(f"policy.type '{policy_type}' needs bounded actions; env '{env_id}' has {action_space}")
         return int(action_space.shape[0])
+    if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        combos = int(np.prod(np.asarray(action_space.nvec if isinstance(action_space, gym.spaces.MultiDiscrete)
+                                        else np.full(action_space.shape, 2))))
+        raise ConfigError(
+            f"policy.type '{policy_type}' picks one of n actions (Discrete); env '{env_id}' has {action_space}: "
+            f"add a wrapper to env.wrappers that offers Discrete({combos}) and maps each index to its action "
+            "vector (np.unravel_index), or use a continuous-action policy (sac, td3) with an action wrapper"
+        )
     if not isinstance(action_space, gym.spaces.Discrete):
         raise ConfigError(
             f"policy.type '{policy_type}' needs a discrete action space; env '{env_id}' has {action_space}"
@@ -55,19 +71,35 @@ def _action_size(cfg: Config, action_space: gym.Space) -> int:
 
 
 def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
-    """Take the model's input and output sizes from the environment, checking any set in the config."""
+    """Take the model's input and output sizes from the environment, checking any set in the config.
+
+    A ``Box`` (any shape), ``MultiBinary``, ``Discrete`` or ``MultiDiscrete`` observation space is
+    read by the encoders (``Dict`` and ``Tuple`` spaces arrive flattened by the env factory); a
+    ``Discrete`` or ``MultiDiscrete`` one is described by ``obs_categories``, its number of values per
+    dimension, with ``obs_shape`` its number of dimensions."""
     obs_space = env.observation_space
-    if not isinstance(obs_space, gym.spaces.Box):
-        raise ConfigError(f"env '{cfg.env.env_id}' has observations {describe(obs_space)}; the models need a Box")
+    learnable = (gym.spaces.Box, gym.spaces.MultiBinary, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+    if not isinstance(obs_space, learnable):
+        raise ConfigError(f"env '{cfg.env.env_id}' has observations {describe(obs_space)}; the models read Box, "
+                          "MultiBinary, Discrete, MultiDiscrete and Dict observations")
+    start = getattr(obs_space, "start", 0)  # Discrete and MultiDiscrete values may start elsewhere
+    if np.any(start != 0):
+        raise ConfigError(f"env '{cfg.env.env_id}' has observations {describe(obs_space)} that start at "
+                          f"{start}; the one-hot encoding needs values from 0 (shift them with a wrapper)")
     try:
         encoder_kind(obs_space, cfg.policy.model.encoder)
     except ValueError as err:
         raise ConfigError(f"env '{cfg.env.env_id}': {err}") from None
-    shape = tuple(int(n) for n in obs_space.shape)
+    nvec = categories(obs_space)
+    shape = (len(nvec),) if nvec is not None else tuple(int(n) for n in obs_space.shape or ())
     obs_shape = shape[0] if len(shape) == 1 else shape  # a vector's shape is written as its size, as configs have it
     action_shape = _action_size(cfg, env.action_space)
     model = cfg.policy.model
-    given_and_needed = {"obs_shape": (model.obs_shape, obs_shape), "action_shape": (model.action_shape, action_shape)}
+    given_and_needed: dict[str, tuple[object, object]] = {
+        "obs_shape": (model.obs_shape, obs_shape), "action_shape": (model.action_shape, action_shape),
+    }
+    if nvec is not None:
+        given_and_needed["obs_categories"] = (model.obs_categories, list(nvec))
     for key, (given, size) in given_and_needed.items():
         if given is not None and given != size:
             raise ConfigError(
@@ -76,7 +108,10 @@ def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
     filled = cfg.model_copy(deep=True)
     filled.policy.model.obs_shape = obs_shape
     filled.policy.model.action_shape = action_shape
-    if is_image(obs_space) and obs_space.dtype == np.uint8:  # the encoders keep images uint8, scale them by high
+    if nvec is not None:  # Discrete and MultiDiscrete: integers in the buffer, one-hot in the encoder
+        filled.policy.model.obs_categories = list(nvec)
+    if isinstance(obs_space, gym.spaces.Box) and is_image(obs_space) and obs_space.dtype == np.uint8:
+        # the encoders keep images uint8 and scale them by high
         filled.policy.model.obs_dtype = "uint8"
         filled.policy.model.obs_high = float(np.max(obs_space.high))
     return filled
