@@ -142,3 +142,15 @@ def test_a_dict_without_goals_arrives_as_one_vector_entry_by_entry():
     np.testing.assert_array_equal(obs, [0, 0, 1, 0.25])  # gymnasium orders a dict's keys: cell, pos
     cfg = fill_model_shapes(load_config("cartpole-dqn"), env_of(env.observation_space))
     assert cfg.policy.model.obs_shape == 4
+
+
+@pytest.mark.parametrize("preset", ["pendulum-sac", "pendulum-td3"])
+def test_actor_critic_policies_read_one_hot_observations_too(preset):
+    env = env_of(spaces.MultiDiscrete([3, 4]), spaces.Box(-1, 1, (1,), dtype=np.float32))
+    cfg = fill_model_shapes(load_config(preset, ["policy.nstep=1"]), env)
+    obs = np.stack([env.observation_space.sample() for _ in range(8)])
+    batch = {"obs": obs, "next_obs": obs[::-1].copy(), "action": np.zeros((8, 1), dtype=np.float32),
+             "reward": np.ones(8), "terminated": np.zeros(8, dtype=bool)}
+    policy = make_policy(cfg)
+    assert np.isfinite(float(policy.learn_mode.forward(batch)["total_loss"]))
+    assert policy.eval_mode.forward(obs).shape == (8, 1)
