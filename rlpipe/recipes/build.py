@@ -9,6 +9,7 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import prod
 from types import TracebackType
 
 import gymnasium as gym
@@ -45,28 +46,32 @@ def seed_everything(seed: int, torch_threads: int) -> None:
 
 def _action_size(cfg: Config, action_space: gym.Space) -> int:
     """The model's action size for ``cfg.policy.type`` on ``action_space``; a one-line error on a mismatch."""
-    policy_type, env_id = cfg.policy.type, cfg.env.env_id
+    policy_type, env_id, space = cfg.policy.type, cfg.env.env_id, describe(action_space)
     if ALGORITHMS[policy_type].action_kind is ActionKind.CONTINUOUS:
         if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
             raise ConfigError(
                 f"policy.type '{policy_type}' needs a continuous (flat Box) action space; "
-                f"env '{env_id}' has {action_space}"
+                f"env '{env_id}' has {space}"
             )
         if not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
-            raise ConfigError(f"policy.type '{policy_type}' needs bounded actions; env '{env_id}' has {action_space}")
+            raise ConfigError(f"policy.type '{policy_type}' needs bounded actions; env '{env_id}' has {space}")
         return int(action_space.shape[0])
     if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
-        combos = int(np.prod(np.asarray(action_space.nvec if isinstance(action_space, gym.spaces.MultiDiscrete)
-                                        else np.full(action_space.shape, 2))))
+        values = (action_space.nvec if isinstance(action_space, gym.spaces.MultiDiscrete)
+                  else np.full(action_space.shape, 2))
+        combos = prod(int(n) for n in np.asarray(values).reshape(-1))  # Python ints: 2**64 and more stay exact
         raise ConfigError(
-            f"policy.type '{policy_type}' picks one of n actions (Discrete); env '{env_id}' has {action_space}: "
+            f"policy.type '{policy_type}' picks one of n actions (Discrete); env '{env_id}' has {space}: "
             f"add a wrapper to env.wrappers that offers Discrete({combos}) and maps each index to its action "
             "vector (np.unravel_index), or use a continuous-action policy (sac, td3) with an action wrapper"
         )
     if not isinstance(action_space, gym.spaces.Discrete):
         raise ConfigError(
-            f"policy.type '{policy_type}' needs a discrete action space; env '{env_id}' has {action_space}"
+            f"policy.type '{policy_type}' needs a discrete action space; env '{env_id}' has {space}"
         )
+    if action_space.start != 0:  # the policy's actions are indices 0..n-1
+        raise ConfigError(f"policy.type '{policy_type}' acts with 0..n-1; env '{env_id}' has actions {space} "
+                          f"from {action_space.start} (shift them with an action wrapper in env.wrappers)")
     return int(action_space.n)
 
 
