@@ -46,16 +46,24 @@ class TrainResult:
         """The trained agent: the run's best checkpoint, else its final one (:func:`rlpipe.load`)."""
         return load(self.run_dir)
 
+    def __getattr__(self, name: str) -> Any:
+        """The summary's figures as attributes (``result.env_step``), as ``rlpipe.train`` returned the
+        summary itself in earlier releases."""
+        if name.startswith("_") or name == "summary":
+            raise AttributeError(name)
+        return getattr(self.summary, name)
+
 
 def train(
     config: Config | str | Path | Mapping[str, Any],
-    env: EnvArgument | None = None,
-    overrides: Iterable[str] | Mapping[str, Any] = (),
     run_dir: str | Path | None = None,
     *,
+    env: EnvArgument | None = None,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
     overwrite: bool = False,
     resume: bool = False,
     middleware: Mapping[str, Sequence[Middleware]] | None = None,
+    allow_unsealed: bool = False,
 ) -> TrainResult:
     """Train ``config`` (a preset name, YAML path, dict or :class:`Config`), on ``env`` if given.
 
@@ -65,7 +73,8 @@ def train(
     ``my_envs:Corridor-v0``). ``overrides`` are ``"key.path=value"`` strings or a dict
     ``{"key.path": value}``. A ``run_dir`` that already holds a run is refused unless
     ``overwrite=True`` (its files are removed first) or ``resume=True`` (training continues
-    from its latest checkpoint). ``middleware``: see :func:`rlpipe.entry.train.train`.
+    from its latest checkpoint). ``middleware`` and ``allow_unsealed``: see :func:`rlpipe.entry.train.train`.
+    ``run_dir`` keeps its place as the second argument, as in earlier releases.
     """
     if overwrite and resume:
         raise ArgumentError("pass overwrite=True or resume=True, not both")
@@ -77,7 +86,7 @@ def train(
             raise RunDirError(f"run_dir {path} already holds a run: pass overwrite=True to start again there, "
                               "resume=True to continue it, or another run_dir")
         shutil.rmtree(path)
-    summary = train_run(cfg, path, resume=resume, middleware=middleware)
+    summary = train_run(cfg, path, resume=resume, middleware=middleware, allow_unsealed=allow_unsealed)
     return TrainResult(summary, path)
 
 
