@@ -3,7 +3,8 @@
 The evaluation episodes are played one after another in one env made with
 ``render_mode="rgb_array"`` (for an ALE game, the full-colour screen of the last frame of each
 agent step), and every frame the env renders, from each reset to the episode's end, goes into
-the file: an episode of ``T`` steps gives ``T + 1`` frames. GIFs are written by Pillow (which
+the file (small screens enlarged, float ones as uint8): an episode of ``T`` steps gives ``T + 1``
+frames. GIFs are written by Pillow (which
 matplotlib brings); MP4s need the ``video`` extra (imageio and its ffmpeg).
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rlpipe.errors import MissingDependencyError, RlpipeError
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory
 
-__all__ = ["VIDEO_FPS", "VIDEO_SUFFIXES", "VideoError", "record_episodes", "video_writer"]
+__all__ = ["MIN_VIDEO_SIDE", "VIDEO_FPS", "VIDEO_SUFFIXES", "VideoError", "record_episodes", "video_writer"]
 
 VIDEO_FPS = 25
 """Frames per second of the files (25: a whole number of GIF's 10 ms ticks per frame)."""
@@ -80,12 +81,22 @@ def rendering_config(cfg: Config) -> Config:
     return cfg.model_copy(update={"env": cfg.env.model_copy(update={"env_kwargs": env_kwargs})})
 
 
+MIN_VIDEO_SIDE = 160
+"""Smaller screens (MinAtar's 10x10) are enlarged by a whole factor, each pixel a block, to at least this."""
+
+
 def _render(env: gym.Env, env_id: str) -> np.ndarray:
+    """``env``'s screen as ``uint8 [H, W, 3]``: float screens in [0, 1] (MinAtar's) scaled to 0-255,
+    small ones enlarged to :data:`MIN_VIDEO_SIDE`."""
     frame = env.render()
     if not isinstance(frame, np.ndarray) or frame.ndim != 3:
         raise VideoError(f"env '{env_id}' rendered no rgb_array frame (got {type(frame).__name__}): "
                          "it can't be recorded")
-    return frame
+    if np.issubdtype(frame.dtype, np.floating):
+        frame = np.clip(frame * 255.0 + 0.5, 0, 255)
+    frame = frame.astype(np.uint8, copy=False)
+    factor = -(-MIN_VIDEO_SIDE // min(frame.shape[:2]))
+    return np.repeat(np.repeat(frame, factor, axis=0), factor, axis=1) if factor > 1 else frame
 
 
 def _make_rendering_env(cfg: Config) -> gym.Env:

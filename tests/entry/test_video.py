@@ -4,12 +4,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
 from rlpipe.cli.main import main
 from rlpipe.entry.evaluate import evaluate_run
-from rlpipe.entry.video import VIDEO_FPS, VideoError, video_writer
+from rlpipe.entry.video import MIN_VIDEO_SIDE, VIDEO_FPS, VideoError, _render, video_writer
 from rlpipe.errors import MissingDependencyError
 from tests.tiny_run import TINY_RUN
 
@@ -80,3 +81,19 @@ def test_an_mp4_holds_every_frame(cartpole_run, tmp_path):
     assert sum(1 for _ in reader) == result["video_frames"] == result["return_mean"] + 1
     assert tuple(reader.get_meta_data()["size"]) == (600, 400)
     reader.close()
+
+
+class _FloatScreen:
+    """What MinAtar's ``render`` gives: a 10x10 float screen in [0, 1]."""
+
+    def render(self):
+        screen = np.zeros((10, 10, 3))
+        screen[0, 0] = 1.0
+        return screen
+
+
+def test_small_float_screens_become_uint8_frames_of_whole_blocks():
+    frame = _render(_FloatScreen(), "MinAtar/Breakout-v1")
+    assert frame.dtype == np.uint8 and frame.shape == (MIN_VIDEO_SIDE, MIN_VIDEO_SIDE, 3)
+    block = MIN_VIDEO_SIDE // 10
+    assert (frame[:block, :block] == 255).all() and (frame[block:, :] == 0).all()
