@@ -4,8 +4,8 @@ The evaluation episodes are played one after another in one env made with
 ``render_mode="rgb_array"`` (for an ALE game, the full-colour screen of the last frame of each
 agent step), and every frame the env renders, from each reset to the episode's end, goes into
 the file (small screens enlarged, float ones as uint8): an episode of ``T`` steps gives ``T + 1``
-frames. GIFs are written by Pillow (which
-matplotlib brings); MP4s need the ``video`` extra (imageio and its ffmpeg).
+frames. GIFs are written by Pillow (which matplotlib brings); MP4s need the ``video`` extra
+(imageio and its ffmpeg).
 """
 from __future__ import annotations
 
