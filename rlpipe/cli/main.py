@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--checkpoint", default=None,
                           help="best, final or a checkpoint file (default: best, else final)")
     evaluate.add_argument("--allow-unsealed", action="store_true", help=ALLOW_UNSEALED_HELP)
+    evaluate.add_argument("--video", type=Path, default=None,
+                          help="record the episodes, played one at a time, to this .gif or .mp4 file")
 
     sub.add_parser("presets", help="list the built-in presets")
 
@@ -165,7 +167,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from rlpipe.entry.evaluate import evaluate_run
 
-    result = evaluate_run(args.run_dir, args.episodes, args.checkpoint, allow_unsealed=args.allow_unsealed)
+    result = evaluate_run(args.run_dir, args.episodes, args.checkpoint, allow_unsealed=args.allow_unsealed,
+                          video=args.video)
     print(json.dumps(result))
     return 0
 

@@ -18,6 +18,7 @@ import numpy as np
 from rlpipe.config import Config, load_config
 from rlpipe.config.algorithms import ALGORITHMS, Exploration
 from rlpipe.entry.evaluate import best_checkpoint, load_policy
+from rlpipe.envs.minatar import MinAtarChannelsFirst
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
@@ -32,11 +33,19 @@ def _wrappers(env: gym.Env) -> list[gym.Wrapper]:
     return stack
 
 
-def _outermost_stateful_observer(stack: list[gym.Wrapper]) -> gym.Wrapper | None:
-    """The outermost wrapper of ``stack`` (outermost first) that changes observations but is no
-    ``ObservationWrapper``: its observations depend on earlier steps, so no function of one
-    raw observation can stand in for it."""
+ENV_OBSERVATION_WRAPPERS: tuple[type[gym.Wrapper], ...] = (MinAtarChannelsFirst,)
+"""Wrappers whose observations are what rlpipe calls that env's own (MinAtar's ``uint8 [C, 10, 10]``,
+as the vector env and the replay buffer hold them): :meth:`Agent.predict` takes those."""
+
+
+def _observation_boundary(stack: list[gym.Wrapper]) -> gym.Wrapper | None:
+    """The outermost wrapper of ``stack`` (outermost first) whose observations :meth:`Agent.predict`
+    takes: one of :data:`ENV_OBSERVATION_WRAPPERS`, or one that changes observations but is no
+    ``ObservationWrapper`` (its observations depend on earlier steps, as a frame stack's do, so no
+    function of one raw observation can stand in for it)."""
     for wrapper in stack:
+        if isinstance(wrapper, ENV_OBSERVATION_WRAPPERS):
+            return wrapper
         changes = wrapper.observation_space != wrapper.env.observation_space
         if changes and not isinstance(wrapper, gym.ObservationWrapper):
             return wrapper
@@ -52,12 +61,13 @@ class Agent:
         env = make_env_factory(cfg)()
         try:
             stack = _wrappers(env)
-            stateful = _outermost_stateful_observer(stack)
-            if stateful is not None:  # e.g. a frame stack: predict takes what it returns
-                stack = stack[:stack.index(stateful)]
-            self.observation_space: gym.Space = (env.unwrapped if stateful is None else stateful).observation_space
+            boundary = _observation_boundary(stack)
+            if boundary is not None:  # e.g. a frame stack: predict takes what it returns
+                stack = stack[:stack.index(boundary)]
+            self.observation_space: gym.Space = (env.unwrapped if boundary is None else boundary).observation_space
             """What :meth:`predict` takes: the env's own observations, or those of its outermost wrapper
-            that keeps state between steps (Atari's preprocessing and frame stack: the stacked frames)."""
+            that keeps state between steps (Atari's preprocessing and frame stack: the stacked frames)
+            or that makes them rlpipe's (MinAtar's ``uint8 [C, 10, 10]``)."""
             self.action_space: gym.Space = env.unwrapped.action_space
             """The env's own action space (what :meth:`predict` returns)."""
             self._observation_wrappers = [w for w in reversed(stack) if isinstance(w, gym.ObservationWrapper)]

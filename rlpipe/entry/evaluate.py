@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from rlpipe.config import Config, ConfigError, load_config
+from rlpipe.entry.video import record_episodes, video_writer
 from rlpipe.framework.middleware import evaluate_episodes
 from rlpipe.policy import Policy
 from rlpipe.recipes.build import make_policy
@@ -83,12 +84,15 @@ def checkpoint_config(run_cfg: Config, state: dict[str, Any], path: Path) -> Con
 
 
 def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | Path | None = None,
-                 allow_unsealed: bool = False) -> dict[str, Any]:
+                 allow_unsealed: bool = False, video: Path | None = None) -> dict[str, Any]:
     """Mean and spread of the return of ``run_dir``'s policy over ``episodes`` fresh episodes,
     from its ``checkpoint`` (see :func:`resolve_checkpoint`). A checkpoint of another config is
     evaluated with its own (:func:`checkpoint_config`). The checkpoint must be sealed, and signed
     when the run's (or the file's own run's) checkpoints are (see :mod:`rlpipe.utils.checkpoint`),
-    unless ``allow_unsealed`` lets an unsealed one load unverified."""
+    unless ``allow_unsealed`` lets an unsealed one load unverified. With ``video`` (a ``.gif`` or
+    ``.mp4`` path) the episodes are played one at a time in one env and recorded there
+    (:mod:`rlpipe.entry.video`)."""
+    writer = None if video is None else video_writer(video)  # a wrong suffix fails before anything loads
     config_path = run_dir / "config.yaml"
     if not config_path.is_file():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
@@ -97,13 +101,19 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | P
     state = load_checkpoint(path, allow_unsealed=allow_unsealed, run_seal=required_seal(path, run_dir))
     cfg = checkpoint_config(run_cfg, state, path)
     policy = load_policy(cfg, state, path)
-    with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
-        output = evaluate_episodes(policy.eval_mode, env, episodes or cfg.env.n_evaluator_episode)
+    n_episode = episodes or cfg.env.n_evaluator_episode
+    if writer is not None:
+        output = record_episodes(cfg, policy, n_episode, cfg.seed + REEVAL_SEED_OFFSET, writer)
+    else:
+        with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
+            output = evaluate_episodes(policy.eval_mode, env, n_episode)
     returns = output["episode_return"]
+    video_fields = {} if video is None else {"video": str(video), "video_frames": output["frames"]}
     return {
         "episodes": len(returns),
         "return_mean": float(np.mean(returns)),
         "return_std": float(np.std(returns)),
         "return_min": float(np.min(returns)),
         "return_max": float(np.max(returns)),
+        **video_fields,
     }

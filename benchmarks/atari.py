@@ -1,0 +1,259 @@
+"""Atari DQN against Stable-Baselines3 and ale-py: updates, collection, sampling, replay memory.
+
+Every figure is a ratio against a baseline measured in this run, on one torch thread. The two
+sides of each speed ratio are measured in alternating rounds and the best round of each counts
+(slower rounds measure other load on the machine, not the code).
+
+- ``update_sb3_ratio``: DQN updates/s of rlpipe (``OffPolicyLearner`` over the frame-store buffer
+  and ``DQNPolicy``: sample 32 transitions, the Huber TD loss, Adam, gradient norm clipped to 10)
+  against SB3's ``DQN.train`` (its ``ReplayBuffer`` with ``optimize_memory_usage``, the same loss,
+  Adam and clipping), both with the Nature CNN over ``uint8 [4, 84, 84]`` stacks (float32), the
+  settings of the ``pong-dqn`` preset (lr 1e-4, gamma 0.99, plain DQN targets), batch 32, and the
+  same stored transitions. SB3's network gets rlpipe's initial weights: the same network.
+- ``collector_ratio``: env steps/s of ``StepCollector`` over ``AleVectorEnv`` (8 Pong games, the
+  ``pong-dqn`` preset's settings, greedy actions) against a bare loop over ale-py's
+  ``AtariVectorEnv`` with the same game settings and the same policy network
+  (``obs -> network -> argmax -> step``, nothing else).
+- ``sample_sb3_ratio``: ``sample_batch(32)`` on a full frame-store buffer of ``--buffer``
+  (200,000) transitions (``obs`` and ``next_obs`` stacks rebuilt from frames) against SB3's
+  ``ReplayBuffer(optimize_memory_usage=True).sample(32)`` holding the same transitions (each
+  library's own sampling call: SB3's also makes torch tensors, rlpipe's learner does that later).
+- ``bytes_per_transition``: resident memory of a full 1M-transition frame store, allocated and
+  filled, per transition (``benchmarks/frames.py``'s measurement, in a fresh process so that no
+  memory freed here is reused; ``--skip-1m`` measures a ``--buffer``-sized store instead).
+
+The transitions are ``benchmarks/frames.py``'s synthetic Atari stream (8 envs, one new 84x84
+frame per env step, 400-step episodes): what the buffers hold, not what the network learns from,
+decides these costs. Needs the ``atari`` and ``bench`` extras (ale-py, stable-baselines3).
+
+Usage: ``python benchmarks/atari.py [--skip-1m] [--quick]``. The last line printed is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+from frames import ENVS, atari_steps  # benchmarks/frames.py: this script's folder is on the path
+
+from rlpipe.config import Config, load_config
+from rlpipe.data import DequeBuffer
+from rlpipe.envs.ale_vector import AleVectorEnv
+from rlpipe.envs.atari import FRAME_SKIP, FRAME_STACK, SCREEN_SIZE, AtariSettings, atari_game
+from rlpipe.framework import OnlineRLContext
+from rlpipe.framework.middleware import OffPolicyLearner, StepCollector
+from rlpipe.recipes.build import fill_model_shapes, make_buffer, make_policy
+from rlpipe.recipes.envs import make_vector_env
+
+GAME = "ALE/Pong-v5"
+BATCH = 32
+OBS_SPACE = gym.spaces.Box(0, 255, (FRAME_STACK, SCREEN_SIZE, SCREEN_SIZE), np.uint8)
+N_ACTIONS = 6  # Pong's minimal action set
+
+
+def pong_config(buffer_size: int) -> Config:
+    """The ``pong-dqn`` preset with 8 ``ale_vector`` envs, a ``buffer_size`` buffer, one torch thread,
+    and its model shapes filled in."""
+    cfg = load_config("pong-dqn", [
+        "env.backend=ale_vector", f"env.collector_env_num={ENVS}", "env.evaluator_env_num=1",
+        f"policy.other.replay_buffer.replay_buffer_size={buffer_size}", f"policy.learn.batch_size={BATCH}",
+        "run.torch_threads=1",
+    ])
+    with closing(make_vector_env(cfg, 1, 0)) as env:
+        return fill_model_shapes(cfg, env)
+
+
+class _Spaces(gym.Env):
+    """An env that only has Pong's spaces: SB3's DQN wants one to size its network and buffer."""
+
+    observation_space = OBS_SPACE
+    action_space = gym.spaces.Discrete(N_ACTIONS)
+
+
+def sb3_dqn(cfg: Config, network: torch.nn.Module, buffer_size: int):
+    """SB3's DQN with the Nature CNN, ``cfg``'s settings and ``network``'s weights; its buffer
+    (``optimize_memory_usage``) holds ``ENVS`` envs' chains, as rlpipe's does."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    learn = cfg.policy.learn
+    model = DQN("CnnPolicy", DummyVecEnv([_Spaces] * ENVS), learning_rate=learn.learning_rate,
+                buffer_size=buffer_size, learning_starts=0, batch_size=BATCH, gamma=cfg.policy.discount_factor,
+                max_grad_norm=learn.grad_clip, optimize_memory_usage=True,
+                replay_buffer_kwargs={"handle_timeout_termination": False}, device="cpu", seed=0)
+    model.set_logger(configure(None, []))
+    ours, theirs = list(network.parameters()), list(model.q_net.parameters())
+    if [p.shape for p in ours] != [p.shape for p in theirs]:
+        raise RuntimeError("SB3's CnnPolicy is not rlpipe's Nature CNN: "
+                           f"{[tuple(p.shape) for p in theirs]} vs {[tuple(p.shape) for p in ours]}")
+    with torch.no_grad():
+        for mine, sb3 in zip(ours, theirs, strict=True):
+            sb3.copy_(mine)
+    model.q_net_target.load_state_dict(model.q_net.state_dict())
+    return model
+
+
+def fill_both(buffer: DequeBuffer, sb3_buffer, size: int) -> None:
+    """Push the same ``size`` synthetic transitions (``ENVS`` per vector step) into both buffers."""
+    steps = atari_steps(400)
+    pushed = 0
+    while pushed < size:
+        rows = next(steps)
+        buffer.push_batch(rows, {"train_iter_data_collected": np.zeros(ENVS, dtype=np.int64)})
+        done = rows["terminated"] | rows["truncated"]
+        sb3_buffer.add(rows["obs"], rows["next_obs"], rows["action"][:, None], rows["reward"], done,
+                       [{} for _ in range(ENVS)])
+        pushed += ENVS
+
+
+def best_rate(measure, rounds: int) -> float:
+    return max(measure() for _ in range(rounds))
+
+
+def update_rates(cfg: Config, policy, buffer: DequeBuffer, model, updates: int, rounds: int) -> tuple[float, float]:
+    """Updates/s of rlpipe's learner and of SB3's ``DQN.train``, best of ``rounds`` alternating rounds."""
+    learner = OffPolicyLearner(cfg, policy.learn_mode, buffer)
+    ctx = OnlineRLContext()
+
+    def ours() -> float:
+        done, start = 0, time.perf_counter()
+        while done < updates:
+            learner(ctx)
+            done += len(ctx.train_output)
+        return done / (time.perf_counter() - start)
+
+    def sb3() -> float:
+        start = time.perf_counter()
+        model.train(gradient_steps=updates, batch_size=BATCH)
+        return updates / (time.perf_counter() - start)
+
+    ours(), sb3()  # warm-up: first calls allocate
+    rates = [(ours(), sb3()) for _ in range(rounds)]
+    return max(r[0] for r in rates), max(r[1] for r in rates)
+
+
+def sample_rates(buffer: DequeBuffer, sb3_buffer, calls: int, rounds: int) -> tuple[float, float]:
+    """``sample(32)`` calls per second of both buffers, best of ``rounds`` alternating rounds."""
+
+    def timed(sample) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            sample(BATCH)
+        return calls / (time.perf_counter() - start)
+
+    buffer.sample_batch(BATCH), sb3_buffer.sample(BATCH)  # warm-up: the first call compiles rlpipe's sampler
+    rates = [(timed(buffer.sample_batch), timed(sb3_buffer.sample)) for _ in range(rounds)]
+    return max(r[0] for r in rates), max(r[1] for r in rates)
+
+
+def bare_ale_loop(network: torch.nn.Module, settings: AtariSettings, vector_steps: int) -> float:
+    """Env steps/s of ale-py's ``AtariVectorEnv`` (``AleVectorEnv``'s game settings) driven by
+    ``network``'s greedy actions and nothing else."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    env = AtariVectorEnv(atari_game(GAME), ENVS, num_threads=0,
+                         repeat_action_probability=settings.repeat_action_probability,
+                         full_action_space=settings.full_action_space,
+                         max_num_frames_per_episode=settings.max_episode_steps * FRAME_SKIP,
+                         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, img_height=SCREEN_SIZE,
+                         img_width=SCREEN_SIZE, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
+                         noop_max=settings.noop_max, use_fire_reset=True, episodic_life=False,
+                         life_loss_info=False, reward_clipping=False)
+    obs, _ = env.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(vector_steps):
+        with torch.inference_mode():
+            action = network(torch.as_tensor(obs)).argmax(dim=1).numpy()
+        obs, *_ = env.step(action)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return vector_steps * ENVS / elapsed
+
+
+def collector_rate(cfg: Config, policy, settings: AtariSettings, vector_steps: int) -> float:
+    """Env steps/s of ``StepCollector`` over ``AleVectorEnv`` (training envs), greedy."""
+    env = AleVectorEnv(GAME, ENVS, 0, train=True, settings=settings)
+    collector = StepCollector(cfg, policy.collect_mode, env)
+    ctx = OnlineRLContext()
+    ctx.collect_kwargs["eps"] = 0.0
+    calls = max(1, vector_steps * ENVS // cfg.policy.collect.n_sample)
+    start = time.perf_counter()
+    for _ in range(calls):
+        collector(ctx)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return ctx.env_step / elapsed
+
+
+def frame_store_memory(transitions: int) -> dict[str, float]:
+    """``benchmarks/frames.py``'s figures for a ``transitions``-sized store, from a fresh process."""
+    script = Path(__file__).resolve().parent / "frames.py"
+    out = subprocess.run([sys.executable, str(script), "--transitions", str(transitions), "--sample-calls", "1"],
+                         check=True, capture_output=True, text=True).stdout
+    figures: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--buffer", type=int, default=200_000, help="transitions in the sampled buffers")
+    parser.add_argument("--updates", type=int, default=40, help="updates per round")
+    parser.add_argument("--vector-steps", type=int, default=300, help="vector steps (8 envs) per collector round")
+    parser.add_argument("--sample-calls", type=int, default=2000, help="sample(32) calls per round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; the best of each counts")
+    parser.add_argument("--skip-1m", action="store_true", help="memory of a --buffer-sized store, not 1M")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
+    args = parser.parse_args()
+    if args.quick:
+        args.buffer, args.updates, args.vector_steps, args.sample_calls, args.rounds = 4000, 2, 10, 50, 1
+        args.skip_1m = True
+    torch.set_num_threads(1)
+
+    memory = frame_store_memory(args.buffer if args.skip_1m else 1_000_000)  # first: before this process grows
+    print(f"frame store of {memory['transitions']:,} transitions: {memory['bytes_per_transition']:,.0f} bytes each")
+
+    cfg = pong_config(args.buffer)
+    torch.manual_seed(0)
+    policy = make_policy(cfg)
+    buffer = make_buffer(cfg)
+    model = sb3_dqn(cfg, policy.model, args.buffer)
+    fill_both(buffer, model.replay_buffer, args.buffer)
+
+    ours_sample, sb3_sample = sample_rates(buffer, model.replay_buffer, args.sample_calls, args.rounds)
+    print(f"sample(32), full {args.buffer:,} buffer: rlpipe {1e6 / ours_sample:.0f} us, "
+          f"SB3 {1e6 / sb3_sample:.0f} us ({ours_sample / sb3_sample:.2f}x, goal >= 1.5)")
+    ours_update, sb3_update = update_rates(cfg, policy, buffer, model, args.updates, args.rounds)
+    print(f"Nature CNN updates (batch 32): rlpipe {ours_update:.2f}/s, SB3 {sb3_update:.2f}/s "
+          f"({ours_update / sb3_update:.2f}x, goal >= 1.3)")
+    del model, buffer  # the collectors need no buffers
+
+    settings = AtariSettings(**cfg.env.atari.model_dump()) if cfg.env.atari is not None else AtariSettings()
+    bare, ours_collect = 0.0, 0.0
+    for _ in range(args.rounds):
+        bare = max(bare, bare_ale_loop(policy.model, settings, args.vector_steps))
+        ours_collect = max(ours_collect, collector_rate(cfg, policy, settings, args.vector_steps))
+    print(f"collection, 8 Pong envs, greedy: rlpipe {ours_collect:.0f} env steps/s, bare ale-py {bare:.0f} "
+          f"({ours_collect / bare:.2f}x, goal >= 0.9)")
+    print(json.dumps({
+        "update_sb3_ratio": round(ours_update / sb3_update, 3),
+        "rlpipe_updates_per_s": round(ours_update, 2), "sb3_updates_per_s": round(sb3_update, 2),
+        "collector_ratio": round(ours_collect / bare, 3),
+        "collector_env_steps_per_s": round(ours_collect), "bare_ale_env_steps_per_s": round(bare),
+        "sample_sb3_ratio": round(ours_sample / sb3_sample, 3),
+        "rlpipe_sample32_us": round(1e6 / ours_sample, 1), "sb3_sample32_us": round(1e6 / sb3_sample, 1),
+        "sampled_buffer": args.buffer,
+        "bytes_per_transition": memory["bytes_per_transition"], "bytes_transitions": memory["transitions"],
+    }))
+
+
+if __name__ == "__main__":
+    main()
