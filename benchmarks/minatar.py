@@ -1,0 +1,164 @@
+"""MinAtar DQN side by side with Stable-Baselines3: final return at the same budget, and wall time.
+
+For each seed, both libraries train the ``minatar-<game>-dqn`` preset's DQN from scratch on the
+same env (rlpipe's ``MinAtar/<Game>-v1`` as ``uint8 [C, 10, 10]``, MinAtar's own sticky actions),
+with the same network (the MinAtar CNN: one 3x3 conv of 16 channels, a 128-unit layer, a linear
+Q head, torch's default initialisation) and settings: 4 envs stepped together and one update per
+env step, Adam lr 2.5e-4, batch 32, replay 100k, 5,000 random steps first, target copy every
+1,000 updates, epsilon 1 -> 0.1 over the first 100k env steps, plain DQN targets, Huber loss, no
+gradient clipping, gamma 0.99. Neither side evaluates or saves during training (rlpipe's final
+save of its checkpoint and buffer is counted in its time). Each run is timed from the start of
+training to its end, on one torch thread, and the two libraries alternate per seed so that the
+machine's load falls on both.
+
+Afterwards each final network plays ``--episodes`` greedy games of the same env with the same
+seeds. ``wall_time_sb3_ratio`` is SB3's mean wall time over rlpipe's (>= 2 means rlpipe needs at
+most half SB3's time), ``return_sb3_ratio`` rlpipe's mean final return over SB3's.
+
+Usage: ``python benchmarks/minatar.py [--game breakout] [--steps 500000] [--seeds 0 1 2]
+[--episodes 100] [--out DIR]``. Needs the ``minatar`` and ``bench`` extras. The last line printed
+is JSON. A full run (3 seeds, 500k steps, both libraries) takes several CPU-hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# This file's name shadows the ``minatar`` package for scripts in its folder: drop the folder.
+if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+import rlpipe
+from rlpipe.config import load_config
+from rlpipe.envs.minatar import make_minatar_env
+from rlpipe.model.cnn import minatar_cnn_layers
+
+Policy = Callable[[np.ndarray], int]
+
+
+def game_env_id(game: str) -> str:
+    """``breakout`` -> ``MinAtar/Breakout-v1``."""
+    names = {"spaceinvaders": "SpaceInvaders"}
+    return f"MinAtar/{names.get(game, game.capitalize())}-v1"
+
+
+def train_rlpipe(game: str, steps: int, seed: int, out: Path) -> tuple[float, Policy]:
+    """Train ``minatar-<game>-dqn`` for ``steps`` env steps; its wall time and greedy policy."""
+    run_dir = out / f"rlpipe-{game}-seed{seed}"
+    overrides = [f"seed={seed}", f"run.max_env_step={steps}", f"run.save_freq={10 * steps}",
+                 f"policy.eval.evaluator.eval_freq={10 * steps}", "run.torch_threads=1"]
+    start = time.perf_counter()
+    rlpipe.train(f"minatar-{game}-dqn", run_dir, overrides=overrides, overwrite=True)
+    wall = time.perf_counter() - start
+    agent = rlpipe.load(run_dir)
+    return wall, lambda obs: int(agent.predict(obs))
+
+
+class MinAtarFeatures(nn.Module):
+    """SB3's features extractor holding rlpipe's MinAtar CNN layers (the same network)."""
+
+    def __init__(self, observation_space: gym.spaces.Box) -> None:
+        super().__init__()
+        layers, self.features_dim = minatar_cnn_layers(observation_space.shape)
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs)
+
+
+def train_sb3(game: str, steps: int, seed: int) -> tuple[float, Policy]:
+    """Train SB3's DQN with the preset's settings for ``steps`` env steps; its wall time and greedy policy."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    cfg = load_config(f"minatar-{game}-dqn")
+    learn, eps = cfg.policy.learn, cfg.policy.other.eps
+    n_envs = cfg.env.collector_env_num
+    env_id = game_env_id(game)
+    vec_env = DummyVecEnv([lambda: make_minatar_env(env_id)] * n_envs)
+    model = DQN(
+        "CnnPolicy", vec_env, learning_rate=learn.learning_rate,
+        buffer_size=cfg.policy.other.replay_buffer.replay_buffer_size,
+        learning_starts=cfg.policy.random_collect_size, batch_size=learn.batch_size,
+        gamma=cfg.policy.discount_factor, train_freq=1, gradient_steps=n_envs,
+        target_update_interval=learn.target_update_freq, exploration_initial_eps=eps.start,
+        exploration_final_eps=eps.end, exploration_fraction=eps.decay / steps, max_grad_norm=float("inf"),
+        policy_kwargs={"features_extractor_class": MinAtarFeatures, "net_arch": [], "normalize_images": False},
+        device="cpu", seed=seed,
+    )
+    model.set_logger(configure(None, []))
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    wall = time.perf_counter() - start
+    return wall, lambda obs: int(model.predict(obs, deterministic=True)[0])
+
+
+def greedy_return(game: str, policy: Policy, episodes: int) -> float:
+    """Mean return of ``policy`` over ``episodes`` games seeded 10,000, 10,001, ..."""
+    env = make_minatar_env(game_env_id(game))
+    returns = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=10_000 + episode)
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(policy(obs))
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    env.close()
+    return statistics.fmean(returns)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", default="breakout", choices=["asterix", "breakout", "freeway", "seaquest",
+                                                                "spaceinvaders"])
+    parser.add_argument("--steps", type=int, default=500_000, help="env steps per run (the preset's budget)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--episodes", type=int, default=100, help="greedy games per final network")
+    parser.add_argument("--out", type=Path, default=None, help="where rlpipe's runs go (a temp dir if unset)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    out = args.out or Path(tempfile.mkdtemp(prefix="rlpipe-minatar-bench-"))
+
+    rows = []
+    for seed in args.seeds:
+        ours_wall, ours = train_rlpipe(args.game, args.steps, seed, out)
+        sb3_wall, sb3 = train_sb3(args.game, args.steps, seed)
+        row = {"seed": seed, "rlpipe_wall_s": ours_wall, "sb3_wall_s": sb3_wall,
+               "rlpipe_return": greedy_return(args.game, ours, args.episodes),
+               "sb3_return": greedy_return(args.game, sb3, args.episodes)}
+        rows.append(row)
+        print(f"seed {seed}: rlpipe {row['rlpipe_return']:.2f} in {ours_wall:.0f} s, "
+              f"SB3 {row['sb3_return']:.2f} in {sb3_wall:.0f} s", flush=True)
+
+    def mean(key: str) -> float:
+        return statistics.fmean(row[key] for row in rows)
+
+    figures = {
+        "game": args.game, "steps": args.steps, "seeds": args.seeds, "episodes": args.episodes,
+        "rlpipe_return_mean": mean("rlpipe_return"), "sb3_return_mean": mean("sb3_return"),
+        "rlpipe_wall_s_mean": mean("rlpipe_wall_s"), "sb3_wall_s_mean": mean("sb3_wall_s"),
+        "wall_time_sb3_ratio": mean("sb3_wall_s") / mean("rlpipe_wall_s"),
+        "return_sb3_ratio": mean("rlpipe_return") / mean("sb3_return") if mean("sb3_return") else float("inf"),
+    }
+    print(f"rlpipe {figures['rlpipe_return_mean']:.2f} vs SB3 {figures['sb3_return_mean']:.2f} mean final return; "
+          f"SB3 took {figures['wall_time_sb3_ratio']:.2f}x rlpipe's wall time")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
