@@ -19,9 +19,11 @@ stretches such a schedule to the new cap; give ``decay`` to pin it).
 from __future__ import annotations
 
 import math
+import numbers
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 ScheduleType = Literal["constant", "linear", "exp"]
 SCHEDULE_TYPES: tuple[str, ...] = get_args(ScheduleType)
@@ -66,7 +68,7 @@ class Schedule:
 
 def _number(value: Any) -> float:
     """A finite number from a number or its text."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
         raise ScheduleError(f"expected a number, got {value!r}")
     try:
         number = float(value)
@@ -79,8 +81,8 @@ def _number(value: Any) -> float:
 
 def _decay(value: Any) -> int:
     """A positive whole number of env steps (``1e5`` reads as 100000)."""
-    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    if number is None or not math.isfinite(number) or number != int(number) or number < 1:
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(number) and number.is_integer() and number >= 1):
         raise ScheduleError(f"decay must be a positive whole number of env steps, got {value!r}")
     return int(number)
 
@@ -108,12 +110,12 @@ def parse_schedule(text: str) -> Schedule:
         if len(args) not in (2, 3):
             raise ScheduleError(f"{kind} takes start, end and an optional decay in env steps")
         decay = _decay(_number(args[2])) if len(args) == 3 else None
-        return Schedule(kind, _number(args[0]), _number(args[1]), decay)  # type: ignore[arg-type]
+        return Schedule(cast(ScheduleType, kind), _number(args[0]), _number(args[1]), decay)
     except ScheduleError as err:
         raise ScheduleError(f"cannot read schedule {text!r}: {err}") from None
 
 
-def schedule_from_mapping(data: dict[str, Any]) -> Schedule:
+def schedule_from_mapping(data: Mapping[str, Any]) -> Schedule:
     """A schedule from ``{type, start, end, decay}`` (``end`` absent: ``start``; ``decay`` absent: the budget)."""
     unknown = sorted(set(data) - {"type", "start", "end", "decay"})
     if unknown:
@@ -135,11 +137,11 @@ def as_schedule(value: Any) -> Schedule:
         return value
     if isinstance(value, bool):
         raise ScheduleError(f"expected {SCHEDULE_FORMS}, got {value!r}")
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):  # numpy's numbers too (a seed-style config's)
         number = _number(value)
         return Schedule("constant", number, number)
     if isinstance(value, str):
         return parse_schedule(value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return schedule_from_mapping(value)
     raise ScheduleError(f"expected {SCHEDULE_FORMS}, got {value!r}")

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from rlpipe.config.schedule import SCHEDULE_TYPES, Schedule, ScheduleError
+from rlpipe.config.schedule import SCHEDULE_TYPES, Schedule, ScheduleError, ScheduleType
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.middleware.functional.lr_scheduler import run_budget
 
@@ -17,7 +17,7 @@ def epsilon_schedule(
     if kind not in SCHEDULE_TYPES:
         raise ValueError(f"config key 'policy.other.eps.type': unknown schedule '{kind}' "
                          f"(use {', '.join(repr(t) for t in SCHEDULE_TYPES)})")
-    schedule = Schedule(kind, start, start if kind == "constant" else end, decay)  # type: ignore[arg-type]
+    schedule = Schedule(cast(ScheduleType, kind), start, start if kind == "constant" else end, decay)
     try:
         schedule.value(0, budget)
     except ScheduleError as err:
