@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_ori
 from pydantic import BaseModel
 
 from rlpipe.config.algorithms import ALGORITHMS, Algorithm
+from rlpipe.config.schedule import Schedule
 from rlpipe.config.schema import Config
 
 
@@ -16,7 +17,7 @@ class KeyInfo(NamedTuple):
 
     key: str  # dotted path, e.g. policy.learn.batch_size
     type: str  # the annotation, e.g. "int | None"
-    value: Any  # the value in the config shown (the default when its section is unset)
+    value: Any  # the value in the config shown (the default when its section is unset; a schedule as its string)
     default: Any  # the schema's default ("(required)" when there is none)
     description: str
 
@@ -74,7 +75,7 @@ def _walk(cfg: BaseModel | None, model: type[BaseModel], prefix: str, row: Algor
         section = _section(field.annotation)
         default = REQUIRED if field.is_required() else field.get_default(call_default_factory=True)
         if section is None:
-            shown = default if cfg is None else value
+            shown = default if cfg is None else str(value) if isinstance(value, Schedule) else value
             yield KeyInfo(key, _type_name(field.annotation) + _bounds(field.metadata), shown, default,
                           field.description or "")
             continue

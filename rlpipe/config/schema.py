@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from rlpipe.config.algorithms import ALGORITHM_SECTIONS, ALGORITHMS, ActionKind, PolicyType, TargetUpdate
+from rlpipe.config.schedule import Schedule, ScheduleError, ScheduleType, as_schedule
 
 
 class _Strict(BaseModel):
@@ -167,6 +168,27 @@ class ModelConfig(_Strict):
     )
 
 
+def _learning_rate(value: Any) -> float | Schedule:
+    """A learning rate: a positive number, or a schedule over env steps (a constant one is its number)."""
+    try:
+        schedule = as_schedule(value)
+    except ScheduleError as err:
+        raise ValueError(str(err)) from None
+    if not (schedule.start > 0 and schedule.end >= 0):
+        raise ValueError(f"a learning rate must be > 0 (a schedule's end >= 0), got {value!r}")
+    return schedule.start if schedule.type == "constant" else schedule
+
+
+LearningRate = Annotated[
+    float | Schedule,
+    PlainValidator(_learning_rate),
+    PlainSerializer(lambda lr: lr if isinstance(lr, float) else str(lr)),
+]
+"""A learning rate: a number, or a schedule over env steps written as ``linear(3e-4, 1e-5)`` or
+``{type: linear, start: 3e-4, end: 1e-5, decay: 50000}`` (:mod:`rlpipe.config.schedule`); saved
+as the number or the string form."""
+_LR_SCHEDULE = "; a number or a schedule over env steps, e.g. linear(3e-4, 1e-5) over run.max_env_step"
+
 AdamBeta = Annotated[float, Field(ge=0, lt=1)]
 Precision = Literal["fp32", "bf16-mixed"]
 """Values of ``policy.learn.precision`` (the actor-critic policies check seed configs against the same)."""
@@ -182,10 +204,16 @@ class LearnConfig(_Strict):
         description="Gradient updates per env step; when set, it decides update_per_collect "
         "(= replay_ratio x collect.n_sample, at least 1), replacing any value given for it.",
     )
-    learning_rate: float = Field(1e-3, gt=0, description="Adam learning rate (dqn).")
-    learning_rate_actor: float = Field(3e-4, gt=0, description="Adam learning rate of the actor (the actor-critics).")
-    learning_rate_q: float = Field(3e-4, gt=0, description="Adam learning rate of the critics (the actor-critics).")
-    learning_rate_alpha: float = Field(3e-4, gt=0, description="Adam learning rate of the temperature (sac, crossq).")
+    learning_rate: LearningRate = Field(1e-3, description="Adam learning rate (dqn, c51, qrdqn)" + _LR_SCHEDULE + ".")
+    learning_rate_actor: LearningRate = Field(
+        3e-4, description="Adam learning rate of the actor (the actor-critics)" + _LR_SCHEDULE + "."
+    )
+    learning_rate_q: LearningRate = Field(
+        3e-4, description="Adam learning rate of the critics (the actor-critics)" + _LR_SCHEDULE + "."
+    )
+    learning_rate_alpha: LearningRate = Field(
+        3e-4, description="Adam learning rate of the temperature (sac, crossq)" + _LR_SCHEDULE + "."
+    )
     alpha: float = Field(0.2, gt=0, description="Entropy temperature (sac, crossq): the initial one with auto_alpha.")
     auto_alpha: bool = Field(True, description="Learn the temperature toward target_entropy (sac, crossq).")
     target_entropy: float | None = Field(
@@ -237,7 +265,32 @@ class CollectConfig(_Strict):
 
 
 class EvaluatorConfig(_Strict):
-    eval_freq: PositiveInt = Field(1000, description="Evaluate every this many train iterations.")
+    """When to evaluate: every ``eval_freq`` train iterations (gradient updates), or each time the
+    env-step count crosses a multiple of ``eval_every_env_steps``; one of the two."""
+
+    eval_freq: PositiveInt | None = Field(
+        1000, description="Evaluate every this many train iterations (gradient updates); null when "
+        "eval_every_env_steps is used."
+    )
+    eval_every_env_steps: PositiveInt | None = Field(
+        None, description="Evaluate each time the env-step count crosses a multiple of this (as SB3's eval_freq "
+        "counts); when set, replaces eval_freq."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _env_steps_replace_default_iterations(cls, data: Any) -> Any:
+        """Giving only ``eval_every_env_steps`` switches to env steps (the default ``eval_freq`` steps aside)."""
+        if isinstance(data, dict) and data.get("eval_every_env_steps") is not None and "eval_freq" not in data:
+            return {**data, "eval_freq": None}
+        return data
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EvaluatorConfig:
+        if (self.eval_freq is None) == (self.eval_every_env_steps is None):
+            raise _one_line("config key 'policy.eval.evaluator': use exactly one of eval_freq (train iterations) "
+                            "and eval_every_env_steps (env steps); set the other to null")
+        return self
 
 
 class EvalConfig(_Strict):
@@ -245,10 +298,33 @@ class EvalConfig(_Strict):
 
 
 class EpsConfig(_Strict):
-    type: Literal["exp", "linear"] = Field("exp", description="Decay schedule of epsilon over env steps.")
-    start: float = Field(1.0, ge=0, le=1, description="Epsilon at env step 0.")
+    """Epsilon's schedule over env steps, written as a mapping of these keys, a number (a constant)
+    or a string (``linear(1.0, 0.05, 10000)``), as learning rates are (:mod:`rlpipe.config.schedule`)."""
+
+    type: ScheduleType = Field("exp", description="Schedule of epsilon over env steps.")
+    start: float = Field(1.0, ge=0, le=1, description="Epsilon at env step 0 (a constant's value).")
     end: float = Field(0.05, ge=0, le=1, description="Final epsilon.")
-    decay: PositiveInt = Field(10000, description="Env steps of the decay (linear) or its time constant (exp).")
+    decay: PositiveInt | None = Field(
+        10000, description="Env steps of the decay (linear) or its time constant (exp); null: run.max_env_step."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_number_or_text(cls, data: Any) -> Any:
+        """A number or a string form stands for the mapping it describes."""
+        if isinstance(data, (int, float, str)) and not isinstance(data, bool):
+            try:
+                schedule = as_schedule(data)
+            except ScheduleError as err:
+                raise ValueError(str(err)) from None
+            return {"type": schedule.type, "start": schedule.start, "end": schedule.end, "decay": schedule.decay}
+        return data
+
+    @property
+    def schedule(self) -> Schedule:
+        """The schedule these keys describe (a constant's ``end`` is its ``start``)."""
+        end = self.start if self.type == "constant" else self.end
+        return Schedule(self.type, self.start, end, self.decay)
 
 
 class ReplayBufferConfig(_Strict):

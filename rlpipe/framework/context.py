@@ -54,7 +54,7 @@ class OnlineRLContext(Context):
     """Context of an online (interacting) RL pipeline.
 
     Kept across iterations: ``env_step``, ``env_episode``, ``train_iter``,
-    ``last_eval_iter``, ``last_eval_value``, ``last_save_iter``.
+    ``last_eval_iter``, ``last_eval_env_step``, ``last_eval_value``, ``last_save_iter``.
     """
 
     # persistent counters
@@ -62,6 +62,7 @@ class OnlineRLContext(Context):
     env_episode: int = 0
     train_iter: int = 0
     last_eval_iter: int = -1
+    last_eval_env_step: int = -1
     last_eval_value: float = float("-inf")
     last_save_iter: int = -1
     # per-iteration data
@@ -83,6 +84,7 @@ class OnlineRLContext(Context):
         "env_episode",
         "train_iter",
         "last_eval_iter",
+        "last_eval_env_step",
         "last_eval_value",
         "last_save_iter",
     )

@@ -3,9 +3,9 @@
 The middleware call ``policy.learn_mode.forward(batch)`` (one gradient step),
 ``policy.collect_mode.forward(obs, eps)`` (exploring actions) and
 ``policy.eval_mode.forward(obs)`` (greedy actions), checkpoint through
-``state_dict``/``load_state_dict``, and hand the acting part of a learner's policy to remote
-collectors through ``acting_state_dict``/``load_acting_state_dict``. Nothing else about a
-policy is visible to them.
+``state_dict``/``load_state_dict``, hand the acting part of a learner's policy to remote
+collectors through ``acting_state_dict``/``load_acting_state_dict``, and move scheduled
+learning rates through ``set_learning_rate``. Nothing else about a policy is visible to them.
 """
 from __future__ import annotations
 
@@ -39,3 +39,5 @@ class Policy(Protocol):
     def acting_state_dict(self) -> dict[str, Any]: ...
 
     def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None: ...
+
+    def set_learning_rate(self, key: str, lr: float) -> None: ...

@@ -5,7 +5,8 @@ counter, the random streams, the three modes, learning batches as tensors, and t
 A family's frame (:class:`~rlpipe.policy.q_learning.QLearningPolicy`,
 :class:`~rlpipe.policy.actor_critic.ActorCriticPolicy`) derives from :class:`PolicyFrame`,
 builds its networks and optimizers, names them in :attr:`PolicyFrame.checkpointed` and
-:attr:`PolicyFrame.acting`, and defines the three ``_forward_*``.
+:attr:`PolicyFrame.acting`, says which optimizer groups each learning-rate key drives
+(:meth:`PolicyFrame.learning_rate_groups`, for schedules), and defines the three ``_forward_*``.
 
 Observations travel to the policy's device in their own dtype; the encoder at the front of
 each network converts them to float (:mod:`rlpipe.model.encoders`).
@@ -137,6 +138,22 @@ class PolicyFrame(ABC, Generic[RngT]):
 
     @abstractmethod
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def learning_rate_groups(self) -> dict[str, list[dict[str, Any]]]:
+        """The optimizer parameter groups each learning-rate key of ``cfg.learn`` drives, by key
+        (``"learning_rate_q"``). Looked up at each call: loading an optimizer's state replaces its groups."""
+
+    # ---- learning rates ---------------------------------------------------------------
+    def set_learning_rate(self, key: str, lr: float) -> None:
+        """Set the learning rate ``learn.<key>`` of the next updates (a schedule's value; the
+        optimizers' state dicts, and so checkpoints, hold it)."""
+        groups = self.learning_rate_groups()
+        if key not in groups:
+            raise ValueError(f"{type(self).__name__} has no learning rate 'learn.{key}' (it has "
+                             f"{', '.join(groups)})")
+        for group in groups[key]:
+            group["lr"] = lr
 
     @abstractmethod
     def _forward_collect(self, obs: ArrayLike, *args: Any, **kwargs: Any) -> np.ndarray:

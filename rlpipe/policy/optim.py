@@ -1,9 +1,12 @@
-"""The optimizer every policy builds: Adam, fused where torch has a kernel, with ``learn.adam_betas``."""
+"""The optimizer every policy builds: Adam, fused where torch has a kernel, with ``learn.adam_betas``
+and the learning rates of ``learn`` (numbers or schedules, :mod:`rlpipe.config.schedule`)."""
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+
+from rlpipe.config.schedule import ScheduleError, as_schedule
 
 ADAM_BETAS = (0.9, 0.999)
 """Adam's default ``(beta1, beta2)``, for configs without ``learn.adam_betas`` (the seed's)."""
@@ -15,6 +18,16 @@ def adam_betas_of(learn_cfg: Any) -> tuple[float, float]:
     if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
         raise ValueError(f"cfg.learn.adam_betas must be two numbers in [0, 1), got {betas}")
     return betas[0], betas[1]
+
+
+def initial_learning_rate(learn_cfg: Any, key: str) -> float:
+    """``learn.<key>`` at the run's start: the number, or a schedule's ``start`` (a schedule is then
+    followed by :class:`~rlpipe.framework.middleware.lr_scheduler` through
+    :meth:`~rlpipe.policy.frame.PolicyFrame.set_learning_rate`)."""
+    try:
+        return as_schedule(getattr(learn_cfg, key)).start
+    except ScheduleError as err:
+        raise ValueError(f"cfg.learn.{key}: {err}") from None
 
 
 def make_adam(params: Any, lr: float, betas: tuple[float, float] = ADAM_BETAS) -> torch.optim.Adam:

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from rlpipe.policy.frame import ArrayLike, PolicyFrame, TransitionBatch
-from rlpipe.policy.optim import make_adam
+from rlpipe.policy.optim import initial_learning_rate, make_adam
 
 
 class QLoss(NamedTuple):
@@ -80,7 +80,8 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
 
         self.model = (model if model is not None else self.build_model(cfg.model)).to(self._device)
         self.target_model = copy.deepcopy(self.model).requires_grad_(False)
-        self.optimizer = make_adam(self.model.parameters(), float(learn.learning_rate), self._adam_betas)
+        self.optimizer = make_adam(self.model.parameters(), initial_learning_rate(learn, "learning_rate"),
+                                   self._adam_betas)
         self._params = list(self.model.parameters())
         self._target_pairs = list(
             zip(
@@ -92,6 +93,9 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
 
     def _make_rng(self, seed: int) -> ExplorationRng:
         return ExplorationRng(seed)
+
+    def learning_rate_groups(self) -> dict[str, list[dict[str, Any]]]:
+        return {"learning_rate": self.optimizer.param_groups}
 
     # ---- what a member defines --------------------------------------------------------
     @abstractmethod

@@ -48,7 +48,7 @@ from rlpipe.policy.actor_critic import (
     training,
 )
 from rlpipe.policy.frame import Observation
-from rlpipe.policy.optim import make_adam
+from rlpipe.policy.optim import initial_learning_rate, make_adam
 
 
 # ---- the update rule ---------------------------------------------------------------
@@ -137,11 +137,13 @@ class SACPolicy(ActorCriticPolicy):
         )
         # The temperature is a second parameter group of the actor's Adam: its loss reads
         # log_pi detached, so one backward and one step serve both without mixing gradients.
-        actor_groups = [{"params": list(self.actor.parameters()), "lr": float(learn.learning_rate_actor)}]
+        lr_actor = initial_learning_rate(learn, "learning_rate_actor")
+        actor_groups = [{"params": list(self.actor.parameters()), "lr": lr_actor}]
         if self._auto_alpha:
-            actor_groups.append({"params": [self.log_alpha], "lr": float(learn.learning_rate_alpha)})
-        self.actor_optimizer = make_adam(actor_groups, float(learn.learning_rate_actor), self._adam_betas)
-        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q), self._adam_betas)
+            actor_groups.append({"params": [self.log_alpha], "lr": initial_learning_rate(learn, "learning_rate_alpha")})
+        self.actor_optimizer = make_adam(actor_groups, lr_actor, self._adam_betas)
+        self.critic_optimizer = make_adam(self.critic.parameters(), initial_learning_rate(learn, "learning_rate_q"),
+                                          self._adam_betas)
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
         self._make_targets(learn)
@@ -151,6 +153,12 @@ class SACPolicy(ActorCriticPolicy):
         self._target_theta = target_theta_of(learn)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.target_critic.parameters())
+
+    def learning_rate_groups(self) -> dict[str, list[dict[str, Any]]]:
+        """The actor's group, the temperature's (the actor optimizer's second, with ``auto_alpha``) and the critics'."""
+        actor_groups = self.actor_optimizer.param_groups
+        return {"learning_rate_actor": actor_groups[:1], "learning_rate_alpha": actor_groups[1:],
+                "learning_rate_q": self.critic_optimizer.param_groups}
 
     @property
     def alpha(self) -> float:

@@ -37,7 +37,7 @@ from rlpipe.policy.actor_critic import (
     soft_update_,
     target_theta_of,
 )
-from rlpipe.policy.optim import make_adam
+from rlpipe.policy.optim import initial_learning_rate, make_adam
 
 
 # ---- the update rule ---------------------------------------------------------------
@@ -112,12 +112,18 @@ class DeterministicActorCritic(ActorCriticPolicy):
         self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics, encoder=encoder).to(self._device)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = make_adam(self.actor.parameters(), float(learn.learning_rate_actor), self._adam_betas)
-        self.critic_optimizer = make_adam(self.critic.parameters(), float(learn.learning_rate_q), self._adam_betas)
+        self.actor_optimizer = make_adam(self.actor.parameters(), initial_learning_rate(learn, "learning_rate_actor"),
+                                         self._adam_betas)
+        self.critic_optimizer = make_adam(self.critic.parameters(), initial_learning_rate(learn, "learning_rate_q"),
+                                          self._adam_betas)
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
         self._targets = [*self.target_actor.parameters(), *self.target_critic.parameters()]
         self._onlines = [*self._actor_params, *self._critic_params]
+
+    def learning_rate_groups(self) -> dict[str, list[dict[str, Any]]]:
+        return {"learning_rate_actor": self.actor_optimizer.param_groups,
+                "learning_rate_q": self.critic_optimizer.param_groups}
 
     def _noise(self, like: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
         return sigma * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)

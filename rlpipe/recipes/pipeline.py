@@ -21,8 +21,10 @@ from rlpipe.framework.middleware import (
     eps_greedy_handler,
     flush_at_finish,
     interaction_evaluator,
+    lr_scheduler,
     nstep_reward_enhancer,
     reward_model_trainer,
+    scheduled_learning_rates,
     termination_checker,
 )
 from rlpipe.policy import Policy
@@ -70,7 +72,9 @@ def use_training_pipeline(
 ) -> Task:
     """Add (explore) -> collect -> (n-step) -> push -> learn -> evaluate -> stop to ``task``.
 
-    An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise).
+    An epsilon schedule for dqn (sac samples its actions, td3 and ddpg add their own noise);
+    :class:`~rlpipe.framework.middleware.lr_scheduler` before the learner when a learning rate
+    is a schedule.
     Transitions and ``OffPolicyLearner`` by default (with a learned reward model: its bonus
     mixed into each batch by the learner, and its own training after the learner); whole
     episodes and ``HERLearner`` when ``parts`` has a HER reward model. Saving, logging and
@@ -101,6 +105,8 @@ def use_training_pipeline(
     collect_half = task.middleware[first:]
     insert("after_collect")
     insert("before_learn")
+    if scheduled_learning_rates(cfg):
+        task.use(lr_scheduler(cfg, policy))
     if parts.her_reward_model is not None:
         task.use(HERLearner(cfg, policy.learn_mode, buffer, parts.her_reward_model))
     else:

@@ -26,7 +26,7 @@ def test_every_leaf_key_the_algorithm_reads_is_described():
     assert (batch.type, batch.value, batch.default) == ("int (> 0)", 64, 64)
     assert batch.description == "Transitions per training batch."
     assert described["reward_model.type"].default == REQUIRED and described["reward_model.type"].value == "rnd"
-    assert described["policy.other.eps.type"].type == "'exp' | 'linear'"
+    assert described["policy.other.eps.type"].type == "'constant' | 'linear' | 'exp'"
     assert described["env.max_episode_steps"].type == "int (> 0) | None"
     assert all(info.description for info in described.values())
 
@@ -44,6 +44,20 @@ def test_config_show_prints_the_table(capsys):
     assert "policy.learn.update_per_collect" in out and "dict[str, Any]" in out and "Seed of envs" in out
     assert any(line.split("│")[1].strip() == "seed" and line.split("│")[3].strip() == "7"
                for line in out.splitlines() if "│" in line)
+
+
+def test_a_learning_rate_schedule_is_shown_as_it_is_written(capsys):
+    cfg = load_config("cartpole-dqn", ["policy.learn.learning_rate=linear(1e-3, 1e-4)"])
+    lr = {info.key: info for info in describe_config(cfg)}["policy.learn.learning_rate"]
+    assert (lr.type, lr.value, lr.default) == ("float | Schedule", "linear(0.001, 0.0001)", 1e-3)
+    assert "schedule over env steps" in lr.description
+    assert main(["config", "show", "cartpole-dqn", "policy.learn.learning_rate=linear(1e-3,1e-4)",
+                 "policy.eval.evaluator.eval_freq=null", "policy.eval.evaluator.eval_every_env_steps=500"]) == 0
+    rows = {line.split("│")[1].strip(): line.split("│")[3].strip()
+            for line in capsys.readouterr().out.splitlines() if line.count("│") > 3}
+    assert rows["policy.learn.learning_rate"] == "'linear(0.001, 0.0001)'"
+    assert (rows["policy.eval.evaluator.eval_freq"], rows["policy.eval.evaluator.eval_every_env_steps"]) == (
+        "None", "500")
 
 
 def test_config_show_of_an_unknown_preset_is_one_line(capsys):

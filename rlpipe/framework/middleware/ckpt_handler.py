@@ -22,7 +22,10 @@ from rlpipe.utils.checkpoint import (
 )
 from rlpipe.utils.integrity import file_sha256
 
-COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_value", "last_save_iter")
+COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eval_env_step", "last_eval_value",
+            "last_save_iter")
+ADDED_COUNTERS = ("last_eval_env_step",)
+"""Counters that checkpoints of older releases lack: restoring one leaves the context's default."""
 PERIODIC_PREFIX, CKPT_SUFFIX = "iteration_", ".pth.tar"
 BUFFER_SUFFIX = ".buffer.npz"
 """``NAME.pth.tar`` has its replay buffer in ``NAME.DIGEST.buffer.npz``, the name its header gives
@@ -65,6 +68,8 @@ def restore_checkpoint(
     if reward_model is not None:
         reward_model.load_state_dict(state["reward_model"])
     for name in COUNTERS:
+        if name in ADDED_COUNTERS and name not in state["counters"]:
+            continue  # an older checkpoint: the context keeps its default
         setattr(ctx, name, state["counters"][name])
     torch.set_rng_state(state["torch_rng"])
 

@@ -61,6 +61,23 @@ def test_checkpoint_restores_counters_and_torch_rng(tmp_path):
     assert torch.equal(torch.rand(3), expected)
 
 
+def test_the_env_step_of_the_last_evaluation_is_restored_and_older_checkpoints_lack_it():
+    from rlpipe.framework.middleware import checkpoint_state, restore_checkpoint
+
+    policy = TinyPolicy()
+    policy.load_state_dict = lambda state: policy.net.load_state_dict(state["net"])
+    ctx = OnlineRLContext()
+    ctx.env_step, ctx.last_eval_env_step = 500, 480
+    state = checkpoint_state(policy, ctx)
+    fresh = OnlineRLContext()
+    restore_checkpoint(state, policy, fresh)
+    assert fresh.last_eval_env_step == 480
+    del state["counters"]["last_eval_env_step"]  # as a checkpoint of an older release
+    older = OnlineRLContext()
+    restore_checkpoint(state, policy, older)
+    assert (older.env_step, older.last_eval_env_step) == (500, -1)
+
+
 def test_latest_checkpoint_is_the_newest_complete_unit(tmp_path):
     from rlpipe.framework.middleware import buffer_file, latest_checkpoint
     from rlpipe.utils.checkpoint import CheckpointError, save_checkpoint

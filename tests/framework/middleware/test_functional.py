@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from rlpipe.config import load_config
 from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.envs.episode_stats import EpisodeStats
 from rlpipe.errors import EnvironmentFailedError
@@ -39,6 +40,22 @@ def test_epsilon_schedules():
     assert lin(50) == pytest.approx(0.55) and lin(1000) == pytest.approx(0.1)
     with pytest.raises(ValueError, match=r"policy\.other\.eps\.type"):
         epsilon_schedule("cosine", 1, 0, 1)
+
+
+def test_constant_epsilon_and_a_schedule_over_the_run_budget():
+    assert epsilon_schedule("constant", 0.1, 0.05, None)(10**6) == 0.1
+    over_run = epsilon_schedule("linear", 1.0, 0.0, None, budget=1000)
+    assert over_run(250) == pytest.approx(0.75) and over_run(5000) == 0.0
+    with pytest.raises(ValueError, match=r"config key 'policy\.other\.eps': .* needs a decay length"):
+        epsilon_schedule("linear", 1.0, 0.0, None)
+
+
+def test_eps_greedy_handler_spans_run_max_env_step_without_a_decay():
+    cfg = load_config("cartpole-dqn", ["policy.other.eps=linear(1.0, 0.1)", "run.max_env_step=1000"])
+    ctx = OnlineRLContext()
+    ctx.env_step = 500
+    eps_greedy_handler(cfg)(ctx)
+    assert ctx.collect_kwargs["eps"] == pytest.approx(0.55)
 
 
 def test_eps_greedy_handler_sets_collect_kwargs():
@@ -102,9 +119,9 @@ def test_reward_estimator_uses_in_place_or_returned_batch(in_place):
     np.testing.assert_array_equal(ctx.train_data["reward"], [2, 2, 2])
 
 
-def eval_cfg(stop_value=1000.0):
+def eval_cfg(stop_value=1000.0, **evaluator):
     return SimpleNamespace(
-        policy=SimpleNamespace(eval=SimpleNamespace(evaluator=SimpleNamespace(eval_freq=10))),
+        policy=SimpleNamespace(eval=SimpleNamespace(evaluator=SimpleNamespace(**(evaluator or {"eval_freq": 10})))),
         env=SimpleNamespace(n_evaluator_episode=5, stop_value=stop_value),
     )
 
@@ -177,6 +194,25 @@ def test_interaction_evaluator_respects_eval_freq_and_stop_value(cartpole_env):
     solved = OnlineRLContext()
     interaction_evaluator(eval_cfg(stop_value=1.0), ConstantActor(), cartpole_env)(solved)
     assert solved.finish
+
+
+def test_interaction_evaluator_counts_env_steps_with_eval_every_env_steps(cartpole_env):
+    evaluator = interaction_evaluator(eval_cfg(eval_freq=None, eval_every_env_steps=100), ConstantActor(),
+                                      cartpole_env)
+    ctx = OnlineRLContext()
+    evaluated = []
+    for env_step in (0, 40, 99, 100, 140, 199, 260, 300, 520):  # a collection may cross several multiples
+        ctx.env_step, ctx.train_iter, ctx.eval_value = env_step, env_step * 10, None
+        evaluator(ctx)
+        if ctx.eval_value is not None:
+            evaluated.append(env_step)
+    assert evaluated == [0, 100, 260, 300, 520]
+    assert (ctx.last_eval_env_step, ctx.last_eval_iter) == (520, 5200)
+
+
+def test_interaction_evaluator_takes_exactly_one_frequency(cartpole_env):
+    with pytest.raises(ValueError, match="exactly one of eval_freq and eval_every_env_steps"):
+        interaction_evaluator(eval_cfg(eval_freq=10, eval_every_env_steps=100), ConstantActor(), cartpole_env)
 
 
 def test_online_logger_writes_means_and_leaves_train_output_alone(tmp_path):

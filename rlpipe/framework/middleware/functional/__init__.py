@@ -8,6 +8,7 @@ from rlpipe.framework.middleware.functional.evaluator import evaluate_episodes, 
 from rlpipe.framework.middleware.functional.explorer import eps_greedy_handler, epsilon_schedule
 from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.logger import online_logger, progress_bar
+from rlpipe.framework.middleware.functional.lr_scheduler import lr_scheduler, scheduled_learning_rates
 from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
 from rlpipe.framework.middleware.functional.reward_model_trainer import reward_model_trainer
 from rlpipe.framework.middleware.functional.termination_checker import termination_checker
@@ -21,6 +22,7 @@ __all__ = [
     "evaluate_episodes",
     "her_data_enhancer",
     "interaction_evaluator",
+    "lr_scheduler",
     "multistep_trainer",
     "nstep_reward_enhancer",
     "offpolicy_data_fetcher",
@@ -28,6 +30,7 @@ __all__ = [
     "progress_bar",
     "reward_estimator",
     "reward_model_trainer",
+    "scheduled_learning_rates",
     "termination_checker",
     "trainer",
 ]

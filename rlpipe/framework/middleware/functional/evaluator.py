@@ -73,15 +73,20 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int) -> dict[str, 
 
 @role_gated(Role.EVALUATOR)
 class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middleware functions
-    """Every ``eval_freq`` train iterations, evaluate; set ``ctx.finish`` once ``stop_value`` is reached.
+    """Every ``eval_freq`` train iterations, or each time ``ctx.env_step`` crosses a multiple of
+    ``eval_every_env_steps`` (``cfg.policy.eval.evaluator``, one of the two), evaluate; set
+    ``ctx.finish`` once ``stop_value`` is reached.
 
     The evaluation figure is the mean return, or the success rate when ``cfg.env.eval_metric``
     is ``success_rate`` (:func:`rlpipe.recipes.build.build_parts` resolves ``auto``; a config
     without the key, as the seed's, means the return).
-    Reads ``ctx.train_iter``, ``ctx.last_eval_iter``; writes ``ctx.eval_value`` (that figure),
-    ``ctx.eval_output`` (per-episode returns and lengths), ``ctx.last_eval_iter``,
-    ``ctx.last_eval_value``. Evaluates at the first call too. An evaluation in which every
-    episode ends in a failed env step is skipped (logged) and tried again ``eval_freq`` later;
+    Reads ``ctx.train_iter``, ``ctx.env_step``, ``ctx.last_eval_iter``, ``ctx.last_eval_env_step``;
+    writes ``ctx.eval_value`` (that figure), ``ctx.eval_output`` (per-episode returns and
+    lengths), ``ctx.last_eval_iter``, ``ctx.last_eval_env_step``, ``ctx.last_eval_value``.
+    Evaluates at the first call too. Env steps grow by whole collections, so an evaluation
+    comes at the first call after a multiple is crossed (once, however many were crossed).
+    An evaluation in which every episode ends in a failed env step is skipped (logged) and
+    tried again at the next multiple;
     an env that cannot be made again stops the run. With ``stop_on_solve=False``
     training goes on after ``stop_value`` is reached (to see whether the policy stays good).
     """
@@ -90,25 +95,36 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
                  stop_on_solve: bool = True) -> None:
         self._policy = policy
         self._env = env
-        self._eval_freq = cfg.policy.eval.evaluator.eval_freq
+        evaluator = cfg.policy.eval.evaluator
+        self._eval_freq = evaluator.eval_freq
+        self._every_env_steps = getattr(evaluator, "eval_every_env_steps", None)  # absent in the seed's configs
+        if (self._eval_freq is None) == (self._every_env_steps is None):
+            raise ValueError("cfg.policy.eval.evaluator: set exactly one of eval_freq and eval_every_env_steps")
         self._n_episode = cfg.env.n_evaluator_episode
         self._stop_value = cfg.env.stop_value
         self._by_success = getattr(cfg.env, "eval_metric", "return") == "success_rate"
         self._stop_on_solve = stop_on_solve
 
+    def _due(self, ctx: OnlineRLContext) -> bool:
+        """Whether this iteration evaluates: the first time, then by train iterations or env steps."""
+        if self._every_env_steps is not None:
+            every = self._every_env_steps
+            return ctx.last_eval_env_step < 0 or ctx.env_step // every > ctx.last_eval_env_step // every
+        assert self._eval_freq is not None
+        return ctx.last_eval_iter < 0 or ctx.train_iter - ctx.last_eval_iter >= self._eval_freq
+
     def __call__(self, ctx: OnlineRLContext) -> None:
-        if ctx.last_eval_iter >= 0 and ctx.train_iter - ctx.last_eval_iter < self._eval_freq:
+        if not self._due(ctx):
             return
+        ctx.last_eval_iter, ctx.last_eval_env_step = ctx.train_iter, ctx.env_step
         try:
             output = evaluate_episodes(self._policy, self._env, self._n_episode)
         except EvaluationFailedError as err:  # a flaky env with long episodes: try again next time
             logger.warning("evaluation at env step %d skipped: %s", ctx.env_step, err)
-            ctx.last_eval_iter = ctx.train_iter
             return
         value = self._figure(output)
         ctx.eval_value = value
         ctx.eval_output = output
-        ctx.last_eval_iter = ctx.train_iter
         ctx.last_eval_value = value
         logger.info("eval at train_iter %d, env_step %d: %s %.3f", ctx.train_iter, ctx.env_step,
                     "success rate" if self._by_success else "mean return", value)
