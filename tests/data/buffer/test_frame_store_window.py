@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlpipe.data import DequeBuffer, FrameStore
+from rlpipe.data import DequeBuffer, FrameStore, PriorityExperienceReplay
 from tests.data.buffer.frame_envs import vector_rows
 
 
@@ -58,4 +58,25 @@ def test_n_step_rows_are_gathered_field_by_field(nstep: int) -> None:
     buf, pushed = filled(nstep=nstep)
     batch = buf.sample_batch(64)
     assert not np.shares_memory(batch.data["obs"], batch.data["next_obs"])
+    check(batch.data, batch.indices, pushed)
+
+
+def test_window_over_a_wrapped_ring_with_priority_replay_and_zero_padding() -> None:
+    """The ring went round several times, stacks at episode starts are zero-padded, rows of 3
+    envs interleave, and priority replay draws the rows: every window still equals the pushed stacks."""
+    buf = DequeBuffer(100, seed=2)
+    buf.use(PriorityExperienceReplay(buf, IS_weight_anneal_train_iter=10))
+    fs = FrameStore(buf, frame_capacity=200, window=32)
+    buf.use(fs)
+    pushed: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for rows in vector_rows(3, 400, padding="zero", distinct=True):
+        for i, index in enumerate(buf.push_batch(rows).tolist()):
+            pushed[index] = (rows["obs"][i], rows["next_obs"][i])
+    assert fs.ring.next_id > 3 * fs.ring.capacity and fs.evicted == 0
+    all_ids = np.array(sorted(pushed)[-buf.count():], dtype=np.int64)
+    everything = buf.sample_batch(0, indices=all_ids).data
+    assert np.shares_memory(everything["obs"], everything["next_obs"])
+    check(everything, all_ids, pushed)
+    batch = buf.sample_batch(32)
+    assert batch.data["weight"].shape == (32,)
     check(batch.data, batch.indices, pushed)
