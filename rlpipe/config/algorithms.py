@@ -15,8 +15,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
 __all__ = [
-    "ALGORITHMS", "ALGORITHM_SECTIONS", "EXPLORATION_KEYS", "SHARED_KEYS", "TARGET_KEYS", "ActionKind", "Algorithm",
-    "Exploration", "PolicyType", "TargetUpdate", "learning_rate_keys",
+    "ACTION_KIND_KEYS", "ALGORITHMS", "ALGORITHM_KEYS", "ALGORITHM_SECTIONS", "EXPLORATION_KEYS", "SHARED_KEYS",
+    "TARGET_KEYS", "ActionKind", "Algorithm", "Exploration", "PolicyType", "TargetUpdate", "learning_rate_keys",
 ]
 
 
@@ -66,6 +66,14 @@ TARGET_KEYS: dict[TargetUpdate, tuple[str, ...]] = {
 }
 """The keys (under ``policy.``) each kind of target update reads."""
 
+ACTION_KIND_KEYS: dict[ActionKind, tuple[str, ...]] = {
+    ActionKind.DISCRETE: ("eval.eps",),
+    ActionKind.CONTINUOUS: (),
+}
+"""The keys (under ``policy.``) each kind of action reads: the DQN family acts epsilon-greedily
+at evaluation too (noisy networks included: with their means); actor-critics act with their
+deterministic action."""
+
 SHARED_KEYS = (
     "learn.batch_size", "learn.update_per_collect", "learn.replay_ratio", "learn.grad_clip", "learn.adam_betas",
     "model.obs_shape", "model.obs_dtype", "model.obs_high", "model.obs_categories", "model.action_shape",
@@ -76,6 +84,9 @@ SHARED_KEYS = (
 
 ALGORITHM_SECTIONS = ("learn", "model", "collect", "other.eps")
 """The sections (under ``policy.``) whose keys some algorithms read and others do not."""
+
+ALGORITHM_KEYS = ("eval.eps",)
+"""Keys (under ``policy.``) outside :data:`ALGORITHM_SECTIONS` that some algorithms read and others do not."""
 
 _SAME_JOB = {
     "learn.learning_rate": ("learn.learning_rate_actor", "learn.learning_rate_q", "learn.learning_rate_alpha"),
@@ -122,13 +133,15 @@ class Algorithm:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        """Every key (under ``policy.``) of :data:`ALGORITHM_SECTIONS` it reads with its default exploration."""
+        """Every algorithm-dependent key (under ``policy.``: :data:`ALGORITHM_SECTIONS`,
+        :data:`ALGORITHM_KEYS`) it reads with its default exploration."""
         return self.keys_for(self.exploration)
 
     def keys_for(self, exploration: Exploration) -> tuple[str, ...]:
-        """Every key (under ``policy.``) of :data:`ALGORITHM_SECTIONS` it reads when exploring ``exploration``."""
+        """Every algorithm-dependent key (under ``policy.``) it reads when exploring ``exploration``."""
         own = (*(f"learn.{k}" for k in self.learn), *(f"model.{k}" for k in self.model))
-        return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[exploration])
+        return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[exploration],
+                *ACTION_KIND_KEYS[self.action_kind])
 
     @property
     def learning_rate_keys(self) -> tuple[str, ...]:
@@ -137,9 +150,10 @@ class Algorithm:
 
     def reads(self, key: str) -> bool:
         """Whether it reads ``key``, a dotted config key (``policy.learn.alpha``); keys outside
-        :data:`ALGORITHM_SECTIONS` are read by every algorithm."""
+        :data:`ALGORITHM_SECTIONS` and :data:`ALGORITHM_KEYS` are read by every algorithm."""
         inner = key.removeprefix("policy.")
-        if inner == key or not inner.startswith(tuple(f"{section}." for section in ALGORITHM_SECTIONS)):
+        dependent = inner in ALGORITHM_KEYS or inner.startswith(tuple(f"{section}." for section in ALGORITHM_SECTIONS))
+        if inner == key or not dependent:
             return True
         return inner in self.keys
 

@@ -25,7 +25,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
-from rlpipe.config.algorithms import ALGORITHM_SECTIONS, ALGORITHMS, ActionKind, PolicyType, TargetUpdate
+from rlpipe.config.algorithms import (
+    ALGORITHM_KEYS,
+    ALGORITHM_SECTIONS,
+    ALGORITHMS,
+    ActionKind,
+    PolicyType,
+    TargetUpdate,
+)
 from rlpipe.config.schedule import Schedule, ScheduleError, ScheduleType, as_schedule
 
 
@@ -295,6 +302,10 @@ class EvaluatorConfig(_Strict):
 
 class EvalConfig(_Strict):
     evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
+    eps: float = Field(
+        0.0, ge=0, le=1, description="Epsilon of evaluation (DQN family): a uniformly random action with this "
+        "probability, from a stream seeded apart from training's. 0: greedy."
+    )
 
 
 class EpsConfig(_Strict):
@@ -382,18 +393,26 @@ class PolicyConfig(_Strict):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     other: OtherConfig = Field(default_factory=OtherConfig)
 
+    def _section(self, path: str) -> BaseModel:
+        """The section at dotted ``path`` (under ``policy.``)."""
+        section: BaseModel = self
+        for part in path.split("."):
+            section = getattr(section, part)
+        return section
+
     def _given_keys(self) -> Iterator[str]:
-        """The keys (under ``policy.``) of the algorithm-dependent sections that were set to a value
-        that matters: not None and not the default (either changes nothing)."""
-        for section_name in ALGORITHM_SECTIONS:
-            section: BaseModel = self
-            for part in section_name.split("."):
-                section = getattr(section, part)
-            for name, field in type(section).model_fields.items():
-                value = getattr(section, name)
-                if (name in section.model_fields_set and value is not None
-                        and value != field.get_default(call_default_factory=True)):
-                    yield f"{section_name}.{name}"
+        """The algorithm-dependent keys (under ``policy.``: those of :data:`ALGORITHM_SECTIONS` and
+        :data:`ALGORITHM_KEYS`) that were set to a value that matters: not None and not the
+        default (either changes nothing)."""
+        in_sections = [f"{path}.{name}" for path in ALGORITHM_SECTIONS
+                       for name in type(self._section(path)).model_fields]
+        for key in (*in_sections, *ALGORITHM_KEYS):
+            path, _, name = key.rpartition(".")
+            section = self._section(path)
+            value = getattr(section, name)
+            if (name in section.model_fields_set and value is not None
+                    and value != type(section).model_fields[name].get_default(call_default_factory=True)):
+                yield key
 
     @model_validator(mode="after")
     def _algorithm_reads_its_keys(self) -> PolicyConfig:

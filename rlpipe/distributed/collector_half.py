@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlpipe.config import Config
-from rlpipe.distributed.fragment import Fragment
+from rlpipe.distributed.fragment import Fragment, pack_frames
 from rlpipe.framework import OnlineRLContext, Role, Task
-from rlpipe.recipes.build import make_policy, seed_everything
+from rlpipe.recipes.build import make_policy, seed_everything, uses_frame_store
 from rlpipe.recipes.envs import make_vector_env
 from rlpipe.recipes.pipeline import use_collect_half
 
@@ -29,7 +29,9 @@ class CollectorHalf:
 
     ``cfg`` is the learner's config with the model sizes filled in. The policy is built as
     the learner's is, but it never learns: it takes the learner's acting weights
-    (``acting_state_dict``) when :meth:`collect` is given them.
+    (``acting_state_dict``) when :meth:`collect` is given them. Where the learner keeps frames
+    once (:func:`~rlpipe.recipes.build.uses_frame_store`), fragments carry each frame once
+    (:func:`~rlpipe.distributed.fragment.pack_frames`).
     """
 
     def __init__(self, cfg: Config, index: int) -> None:
@@ -37,6 +39,7 @@ class CollectorHalf:
         self._seed = cfg.seed + index * COLLECTOR_SEED_STRIDE
         seed_everything(self._seed, torch_threads=1)  # one core per collector; the learner has its own
         self._env = make_vector_env(cfg, cfg.env.collector_env_num, self._seed, train=True)
+        self._pack_frames = uses_frame_store(cfg)
         self._policy = make_policy(cfg.model_copy(update={"seed": self._seed}))
         self._task = Task().add_role(Role.COLLECTOR)
         use_collect_half(self._task, cfg, self._policy, self._env)
@@ -74,15 +77,19 @@ class CollectorHalf:
     def _hand_over(self, ctx: OnlineRLContext) -> None:
         """The last middleware: turn this iteration's transitions and counts into the fragment."""
         env_step, env_episode = self._before
+        transitions, frames = ctx.trajectories, None
+        if self._pack_frames and transitions is not None:
+            transitions, frames = pack_frames(transitions)
         self._fragment = Fragment(
             collector=self.index,
             sequence=self._sequence,
             policy_version=self._version,
             env_steps=ctx.env_step - env_step,
             env_episodes=ctx.env_episode - env_episode,
-            transitions=ctx.trajectories,
+            transitions=transitions,
             episode_stats=dict(ctx.collect_episode_stats or {}),
             eps=ctx.collect_kwargs.get("eps"),
+            frames=frames,
         )
         self._sequence += 1
 

@@ -1,11 +1,19 @@
-"""What a collector sends the learner: one collection's transitions and the figures that go with them."""
+"""What a collector sends the learner: one collection's transitions and the figures that go with them.
+
+Stacked-frame observations (Atari's ``uint8 [4, 84, 84]``) travel as frames: a transition's
+``obs`` and ``next_obs`` share 7 of their 8 frames with each other and with the next row of
+their env, so a fragment carries each distinct frame once (:func:`pack_frames`) and the
+stacks as int32 indices into them; the learner rebuilds them exactly
+(:meth:`Fragment.stacked_transitions`) before its frame store keeps each frame once again.
+"""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from rlpipe.data.buffer.frames import unique_frames
 from rlpipe.framework.middleware.collector import FAILED_STEPS
 
 COUNTED_FIGURES = (FAILED_STEPS,)
@@ -37,6 +45,44 @@ class Fragment:
     """The collector's :meth:`~rlpipe.envs.episode_stats.EpisodeStats.summary` and ``failed_steps``."""
     eps: float | None
     """The exploration epsilon it collected with (dqn), for the learner's logs."""
+    frames: np.ndarray | None = None
+    """The distinct frames of the stack fields when the collector packed them (:func:`pack_frames`):
+    those fields of ``transitions`` are then int32 indices ``[N, K]`` into it."""
+
+    def stacked_transitions(self) -> dict[str, np.ndarray] | None:
+        """``transitions`` as the collector's pipeline made them: stacks rebuilt from ``frames`` if packed."""
+        if self.transitions is None or self.frames is None:
+            return self.transitions
+        return unpack_frames(self.transitions, self.frames)
+
+
+STACK_FIELDS = ("obs", "next_obs")
+"""The fields of stacked frames a fragment packs: those the learner's frame store keeps as frames."""
+
+
+def pack_frames(
+    transitions: Mapping[str, np.ndarray], fields: Sequence[str] = STACK_FIELDS
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """``transitions`` with each stack field ``[N, K, *frame]`` replaced by int32 indices ``[N, K]``
+    into the distinct frames of all of them (returned second; see
+    :func:`~rlpipe.data.buffer.frames.unique_frames`): a frame that several stacks, rows or
+    fields hold is sent once."""
+    stacks = [np.asarray(transitions[key]) for key in fields]
+    frame_shape = stacks[0].shape[2:]
+    frames, index = unique_frames(np.concatenate([stack.reshape(-1, *frame_shape) for stack in stacks]))
+    out, start = dict(transitions), 0
+    for key, stack in zip(fields, stacks, strict=True):
+        count = stack.shape[0] * stack.shape[1]
+        out[key] = index[start : start + count].reshape(stack.shape[:2])
+        start += count
+    return out, frames
+
+
+def unpack_frames(
+    transitions: Mapping[str, np.ndarray], frames: np.ndarray, fields: Sequence[str] = STACK_FIELDS
+) -> dict[str, np.ndarray]:
+    """What :func:`pack_frames` was given: each stack field's indices replaced by their frames."""
+    return {**transitions, **{key: frames[transitions[key]] for key in fields}}
 
 
 def merge_episode_figures(figures: Iterable[Mapping[str, float]]) -> dict[str, float]:

@@ -230,7 +230,8 @@ class RayCollectors:
 
 def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], Generator[None, None, None]]:
     """Middleware in the collect half's place on the learner: one fragment per iteration into
-    ``ctx.trajectories`` (so the replay ratio is the local run's), its env steps and episodes
+    ``ctx.trajectories`` (so the replay ratio is the local run's; stacks of frames rebuilt
+    when the collector sent each frame once), its env steps and episodes
     counted, the training-episode figures of all collectors (:func:`merge_episode_figures`) and
     the fragment's epsilon for the logs, and
     ``ctx.distributed_stats``. After the iteration's learning (its code after ``yield``),
@@ -241,7 +242,7 @@ def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], 
     def _receive(ctx: OnlineRLContext) -> Generator[None, None, None]:
         collectors.request(ctx.env_step, ctx.train_iter)
         fragment = collectors.receive(ctx.train_iter)
-        ctx.trajectories = fragment.transitions
+        ctx.trajectories = fragment.stacked_transitions()
         ctx.env_step += fragment.env_steps
         ctx.env_episode += fragment.env_episodes
         latest_figures[fragment.collector] = fragment.episode_stats

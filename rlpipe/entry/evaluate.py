@@ -106,7 +106,7 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | P
         output = record_episodes(cfg, policy, n_episode, cfg.seed + REEVAL_SEED_OFFSET, writer)
     else:
         with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
-            output = evaluate_episodes(policy.eval_mode, env, n_episode)
+            output = evaluate_episodes(policy.eval_mode, env, n_episode, cfg.policy.eval.eps)
     returns = output["episode_return"]
     video_fields = {} if video is None else {"video": str(video), "video_frames": output["frames"]}
     return {

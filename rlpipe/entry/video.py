@@ -19,6 +19,7 @@ import numpy as np
 
 from rlpipe.config import Config
 from rlpipe.errors import MissingDependencyError, RlpipeError
+from rlpipe.framework.middleware import evaluation_actions
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory
 
@@ -111,10 +112,12 @@ def _make_rendering_env(cfg: Config) -> gym.Env:
 
 
 def record_episodes(cfg: Config, policy: Policy, episodes: int, seed: int, writer: VideoWriter) -> dict[str, Any]:
-    """Play ``episodes`` episodes of ``policy``'s greedy actions in one rendering env of ``cfg``
-    (the first reset seeded with ``seed``), write their frames with ``writer``, and return
-    ``episode_return`` and ``episode_length`` arrays and the number of ``frames`` written."""
+    """Play ``episodes`` episodes of ``policy``'s evaluation actions (greedy, or epsilon-greedy with
+    ``policy.eval.eps``) in one rendering env of ``cfg`` (the first reset seeded with ``seed``),
+    write their frames with ``writer``, and return ``episode_return`` and ``episode_length``
+    arrays and the number of ``frames`` written."""
     env = _make_rendering_env(cfg)
+    act = evaluation_actions(policy.eval_mode, cfg.policy.eval.eps)
     frames: Frames = []
     returns, lengths = [], []
     try:
@@ -123,7 +126,7 @@ def record_episodes(cfg: Config, policy: Policy, episodes: int, seed: int, write
             frames.append(_render(env, cfg.env.env_id))
             episode_return, length, done = 0.0, 0, False
             while not done:
-                action = policy.eval_mode.forward(np.asarray(obs)[None])[0]
+                action = act(np.asarray(obs)[None])[0]
                 obs, reward, terminated, truncated, _ = env.step(action)
                 frames.append(_render(env, cfg.env.env_id))
                 episode_return += float(reward)

@@ -2,7 +2,8 @@
 
 The middleware call ``policy.learn_mode.forward(batch)`` (one gradient step),
 ``policy.collect_mode.forward(obs, eps)`` (exploring actions) and
-``policy.eval_mode.forward(obs)`` (greedy actions), checkpoint through
+``policy.eval_mode.forward(obs)`` (greedy actions; the DQN family also takes ``eps``,
+``policy.eval.eps``), checkpoint through
 ``state_dict``/``load_state_dict``, hand the acting part of a learner's policy to remote
 collectors through ``acting_state_dict``/``load_acting_state_dict``, and move scheduled
 learning rates through ``set_learning_rate``. Nothing else about a policy is visible to them.

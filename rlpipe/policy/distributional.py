@@ -108,12 +108,13 @@ class DistributionalQPolicy(QLearningPolicy):
             reset_noise(self.model, self._streams.collect)
         return super()._forward_collect(obs, eps)
 
-    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
-        """Greedy actions; noisy layers act with their means."""
+    def _forward_eval(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:
+        """Greedy (epsilon-greedy with ``eps``) actions; noisy layers act with their means, and
+        ``eps`` applies on top of them, as Dopamine's Rainbow does at evaluation."""
         if not self._noisy:
-            return super()._forward_eval(obs)
+            return super()._forward_eval(obs, eps)
         self.model.eval()
         try:
-            return super()._forward_eval(obs)
+            return super()._forward_eval(obs, eps)
         finally:
             self.model.train()

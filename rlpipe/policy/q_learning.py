@@ -34,14 +34,26 @@ class QLoss(NamedTuple):
     q: torch.Tensor  # [B, A] online Q(s, .), for the q_value metric
 
 
+EVALUATION_STREAM = 1
+"""The spawn key of the evaluation generator's seed: a stream apart from exploration's."""
+
+
+def _generators(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """Exploration's generator and evaluation's, from ``seed``."""
+    evaluation = np.random.SeedSequence(seed, spawn_key=(EVALUATION_STREAM,))
+    return np.random.default_rng(seed), np.random.default_rng(evaluation)
+
+
 class ExplorationRng:
-    """The numpy generator of epsilon-greedy exploration; its state is the bit generator's."""
+    """The numpy generators of epsilon-greedy acting: ``generator`` (exploration) and
+    ``evaluation`` (``eval_mode``'s epsilon). The state is exploration's bit generator's: the
+    evaluation stream starts again from the seed in a resumed run, as the evaluator's envs do."""
 
     def __init__(self, seed: int) -> None:
-        self.generator = np.random.default_rng(seed)
+        self.generator, self.evaluation = _generators(seed)
 
     def seed(self, seed: int) -> None:
-        self.generator = np.random.default_rng(seed)
+        self.generator, self.evaluation = _generators(seed)
 
     def state_dict(self) -> dict[str, Any]:
         return dict(self.generator.bit_generator.state)
@@ -146,19 +158,24 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     def _q(self, obs: ArrayLike) -> torch.Tensor:
         return self.q_values(self.model(self._observations(obs)))
 
-    @torch.inference_mode()
-    def _forward_collect(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:
-        """Epsilon-greedy actions, int64 ``[N]``: uniform over all actions with probability ``eps``."""
-        q = self._q(obs)
+    @staticmethod
+    def _epsilon_greedy(q: torch.Tensor, eps: float, rng: np.random.Generator) -> np.ndarray:
+        """Actions int64 ``[N]`` for values ``q`` ``[N, A]``: greedy, or uniform over all actions
+        with probability ``eps`` (drawn from ``rng`` only when ``eps > 0``)."""
         action = q.argmax(dim=1).cpu().numpy()
         if eps > 0.0:
-            rng = self._rng.generator
             n, n_actions = q.shape
             explore = rng.random(n) < eps
             action = np.where(explore, rng.integers(n_actions, size=n), action)
         return action
 
     @torch.inference_mode()
-    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
-        """Greedy actions, int64 ``[N]``."""
-        return self._q(obs).argmax(dim=1).cpu().numpy()
+    def _forward_collect(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:
+        """Epsilon-greedy actions, int64 ``[N]``, from the exploration generator."""
+        return self._epsilon_greedy(self._q(obs), eps, self._rng.generator)
+
+    @torch.inference_mode()
+    def _forward_eval(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:
+        """Greedy actions, int64 ``[N]``; with ``eps`` (``policy.eval.eps``) epsilon-greedy from the
+        evaluation generator, so evaluating draws nothing from exploration's stream."""
+        return self._epsilon_greedy(self._q(obs), eps, self._rng.evaluation)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from rlpipe.config import ConfigError, dump_config, load_config, preset_names
 from rlpipe.config.algorithms import (
+    ALGORITHM_KEYS,
     ALGORITHM_SECTIONS,
     ALGORITHMS,
     SHARED_KEYS,
@@ -27,13 +28,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def section_keys() -> set[str]:
-    """Every key (under ``policy.``) of the algorithm-dependent sections of the schema."""
+    """Every algorithm-dependent key (under ``policy.``) of the schema: those of the sections, and
+    the single keys, each of which must exist."""
     keys = set()
     for section in ALGORITHM_SECTIONS:
         model: type[BaseModel] = PolicyConfig
         for part in section.split("."):
             model = model.model_fields[part].annotation
         keys |= {f"{section}.{name}" for name in model.model_fields}
+    for key in ALGORITHM_KEYS:
+        model = PolicyConfig
+        *path, name = key.split(".")
+        for part in path:
+            model = model.model_fields[part].annotation
+        assert name in model.model_fields, key
+        keys.add(key)
     return keys
 
 
@@ -98,6 +107,10 @@ def test_the_config_layer_imports_no_policy():
     ("pendulum-sac", "policy.collect.noise_sigma=0.3",
      "config key 'policy.collect.noise_sigma' is not read by policy.type 'sac', which explores by sampling its "
      "own actions: remove it"),
+    ("pendulum-sac", "policy.eval.eps=0.05",
+     "config key 'policy.eval.eps' is not read by policy.type 'sac': remove it (it is read by dqn, c51, qrdqn)"),
+    ("pendulum-td3", "policy.eval.eps=0.05",
+     "config key 'policy.eval.eps' is not read by policy.type 'td3': remove it (it is read by dqn, c51, qrdqn)"),
     ("pendulum-sac", "policy.model.dueling=true",
      "config key 'policy.model.dueling' is not read by policy.type 'sac': remove it (it is read by dqn, c51, "
          "qrdqn)"),
@@ -159,6 +172,19 @@ def test_config_show_lists_only_the_keys_the_algorithm_reads():
     dqn = {info.key for info in describe_config(load_config("cartpole-dqn"))}
     assert {"policy.learn.learning_rate", "policy.learn.target_update_freq", "policy.other.eps.decay"} <= dqn
     assert not dqn & {"policy.learn.learning_rate_actor", "policy.model.obs_norm", "policy.learn.precision"}
+
+
+def test_the_evaluation_epsilon_is_read_by_the_dqn_family_noisy_networks_included():
+    assert load_config("cartpole-dqn", ["policy.eval.eps=0.05"]).policy.eval.eps == 0.05
+    assert load_config("cartpole-c51", ["policy.model.noisy=true", "policy.eval.eps=0.001"]).policy.eval.eps == 0.001
+    assert load_config("pendulum-sac", ["policy.eval.eps=0"]).policy.eval.eps == 0.0  # the default: no setting
+    assert {load_config(name).policy.eval.eps for name in ("pong-dqn", "breakout-dqn")} == {0.05}
+    assert load_config("atari100k-der").policy.eval.eps == 0.001
+    assert "policy.eval.eps" in {info.key for info in describe_config(load_config("cartpole-dqn"))}
+    assert "policy.eval.eps" not in {info.key for info in describe_config(load_config("pendulum-sac"))}
+    assert "policy.eval.evaluator.eval_freq" in {info.key for info in describe_config(load_config("pendulum-sac"))}
+    with pytest.raises(ConfigError, match=r"^config key 'policy\.eval\.eps': Input should be less than or equal to 1"):
+        load_config("cartpole-dqn", ["policy.eval.eps=2"])
 
 
 def test_learning_rate_keys_name_the_algorithms_own_keys():

@@ -29,15 +29,15 @@ LOCKSTEP = ["distributed.backend=ray", "distributed.collectors=1", "distributed.
 """One collector that takes the learner's weights with every fragment and collects only when asked."""
 
 
-def _stored_transitions(overrides: list[str], run_dir) -> list[dict[str, np.ndarray]]:
-    """The batches the pusher stored during a short cartpole-dqn run, in order."""
+def _stored_transitions(overrides: list[str], run_dir, preset: str = "cartpole-dqn") -> list[dict[str, np.ndarray]]:
+    """The batches the pusher stored during a short run of ``preset``, in order."""
     stored: list[dict[str, np.ndarray]] = []
 
     def keep(ctx: OnlineRLContext) -> None:
         if ctx.trajectories is not None:
             stored.append({key: np.array(value) for key, value in ctx.trajectories.items()})
 
-    train("cartpole-dqn", run_dir, overrides=[*SHORT, "run.max_env_step=1200", *overrides],
+    train(preset, run_dir, overrides=[*SHORT, "run.max_env_step=1200", *overrides],
           middleware={"after_collect": [keep]})
     return stored
 
@@ -46,6 +46,26 @@ def test_ray_halves_store_what_the_local_pipeline_stores(ray_cluster, tmp_path) 
     local = _stored_transitions([], tmp_path / "local")
     remote = _stored_transitions(LOCKSTEP, tmp_path / "ray")
     assert len(local) == len(remote) > 20
+    for a, b in zip(local, remote, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+PONG = ["policy.learn.update_per_collect=1", "policy.learn.batch_size=8",
+        "policy.other.replay_buffer.replay_buffer_size=2000", "env.evaluator_env_num=1", "env.n_evaluator_episode=1",
+        "env.atari={max_episode_steps: 100}"]
+"""A short Pong run: small updates, short games (many ends and resets), a small buffer."""
+
+
+def test_pong_fragments_send_frames_once_and_the_learner_stores_the_envs_stacks(ray_cluster, tmp_path) -> None:
+    """Fragments of stacked frames travel packed (each frame once) and are rebuilt on the learner:
+    what it stores equals the local pipeline's rows, stacks included."""
+    pytest.importorskip("ale_py")
+    local = _stored_transitions(PONG, tmp_path / "local", "pong-dqn")
+    remote = _stored_transitions([*PONG, *LOCKSTEP], tmp_path / "ray", "pong-dqn")
+    assert len(local) == len(remote) > 20
+    assert sum(int(batch["truncated"].sum()) for batch in local) >= 8
     for a, b in zip(local, remote, strict=True):
         assert a.keys() == b.keys()
         for key in a:

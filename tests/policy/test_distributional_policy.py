@@ -153,3 +153,19 @@ def test_the_seed_api_trains_on_tensor_dicts_and_priorities_reach_the_buffer(kin
         latest.update(zip(rewards, priorities, strict=True))
     for reward, priority in latest.items():
         assert buffer.get(int(reward)).meta["priority"] == pytest.approx(priority, rel=1e-5)
+
+
+def test_noisy_eval_takes_eps_over_the_means_and_leaves_the_collect_noise_alone():
+    """``policy.eval.eps`` applies to noisy networks too (as Dopamine's Rainbow evaluates): eps 0 is the
+    means' greedy action, eps 1 uniform, and evaluating draws no collect noise."""
+    policy, untouched = make(), make()
+    with torch.no_grad():
+        greedy = policy.q_values(copy.deepcopy(policy.model).eval()(torch.as_tensor(OBS))).argmax(dim=1).numpy()
+    np.testing.assert_array_equal(policy.eval_mode.forward(OBS, eps=0.0), greedy)
+    many = np.repeat(OBS[:1], 3000, axis=0)
+    actions = policy.eval_mode.forward(many, eps=1.0)
+    assert set(actions.tolist()) == set(range(policy.model(torch.as_tensor(OBS)).shape[1]))
+    assert policy.model.training
+    policy.collect_mode.forward(OBS)
+    untouched.collect_mode.forward(OBS)
+    assert same(noise_of(policy.model), noise_of(untouched.model))

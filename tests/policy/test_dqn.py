@@ -266,3 +266,29 @@ def test_acting_does_not_track_gradients_and_checks_shape():
     assert all(p.grad is None for p in policy.model.parameters())
     with pytest.raises(ValueError, match=r"size 4, got shape \(3, 6\)"):
         policy.eval_mode.forward(np.zeros((3, 6), dtype=np.float32))
+
+
+def test_eval_eps_is_seeded_and_draws_nothing_from_exploration():
+    """``eval_mode.forward(obs, eps)`` (``policy.eval.eps``): uniform with eps 1, the same draws for the
+    same seed, and from a stream of its own: exploration's actions are those of a policy that never evaluated."""
+    obs = np.zeros((4000, 4), dtype=np.float32)  # one greedy action for every row
+    policy, untouched = make_policy(), make_policy()
+    first = policy.eval_mode.forward(obs, eps=1.0)
+    assert abs(first.mean() - 0.5) < 0.04
+    np.testing.assert_array_equal(first, make_policy().eval_mode.forward(obs, eps=1.0))
+    assert not np.array_equal(first, make_policy().collect_mode.forward(obs, eps=1.0))  # not exploration's draws
+    explored = policy.collect_mode.forward(obs, eps=0.5)
+    np.testing.assert_array_equal(explored, untouched.collect_mode.forward(obs, eps=0.5))
+    policy.seed(3)
+    again = policy.eval_mode.forward(obs, eps=1.0)
+    policy.seed(3)
+    np.testing.assert_array_equal(again, policy.eval_mode.forward(obs, eps=1.0))
+
+
+def test_eval_eps_zero_draws_nothing_and_the_state_dict_keeps_its_form():
+    """eps 0 (the default) is the greedy action with no draw; the checkpointed state is exploration's alone."""
+    policy, fresh = make_policy(), make_policy()
+    obs = make_batch(0, size=50)["obs"]
+    np.testing.assert_array_equal(policy.eval_mode.forward(obs, eps=0.0), policy.eval_mode.forward(obs))
+    np.testing.assert_array_equal(policy.eval_mode.forward(obs, eps=1.0), fresh.eval_mode.forward(obs, eps=1.0))
+    assert policy.state_dict()["rng"] == dict(np.random.default_rng(0).bit_generator.state)

@@ -48,6 +48,26 @@ def hash_multipliers(frame_bytes: int) -> np.ndarray:
     return rng.integers(0, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
 
+def unique_frames(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct frame of ``frames`` [M, *frame] once, in order of first appearance, and the
+    int32 index [M] of each given frame among them (``unique[index]`` equals ``frames``).
+
+    Frames are matched by :func:`frame_hashes` and then byte for byte: a frame whose hash equals
+    an earlier frame's but whose bytes differ (a collision) gets an entry of its own.
+    """
+    frames = np.ascontiguousarray(frames)
+    if not len(frames):
+        return frames, np.zeros(0, dtype=np.int32)
+    hashes = frame_hashes(frames, hash_multipliers(frames[0].nbytes))
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    representative = first[inverse.reshape(-1)]  # the first given frame of each one's hash
+    clashes = np.flatnonzero((frames != frames[representative]).reshape(len(frames), -1).any(axis=1))
+    representative[clashes] = clashes
+    kept = np.unique(representative)  # positions of the frames sent, in order of appearance
+    index = np.searchsorted(kept, representative).astype(np.int32)
+    return frames[kept], index
+
+
 class FramePlan(NamedTuple):
     """Where the frames of one write go, before anything is written (see :meth:`FrameRing.plan`).
 

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from rich.console import Console
 
 from rlpipe.config import load_config
-from rlpipe.envs import RecreateOnError, VectorEnvManager
+from rlpipe.envs import RecreateOnError, VectorEnvManager, env_factory
 from rlpipe.envs.episode_stats import EpisodeStats
 from rlpipe.errors import EnvironmentFailedError
 from rlpipe.framework import OnlineRLContext
@@ -27,6 +28,7 @@ from rlpipe.framework.middleware import (
     termination_checker,
     trainer,
 )
+from rlpipe.policy import DQNPolicy
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 
 from .conftest import ConstantActor, FailsOnce, RecordingLearner
@@ -119,9 +121,11 @@ def test_reward_estimator_uses_in_place_or_returned_batch(in_place):
     np.testing.assert_array_equal(ctx.train_data["reward"], [2, 2, 2])
 
 
-def eval_cfg(stop_value=1000.0, **evaluator):
+def eval_cfg(stop_value=1000.0, eps=None, **evaluator):
+    eval_keys = {} if eps is None else {"eps": eps}
     return SimpleNamespace(
-        policy=SimpleNamespace(eval=SimpleNamespace(evaluator=SimpleNamespace(**(evaluator or {"eval_freq": 10})))),
+        policy=SimpleNamespace(eval=SimpleNamespace(
+            evaluator=SimpleNamespace(**(evaluator or {"eval_freq": 10})), **eval_keys)),
         env=SimpleNamespace(n_evaluator_episode=5, stop_value=stop_value),
     )
 
@@ -213,6 +217,31 @@ def test_interaction_evaluator_counts_env_steps_with_eval_every_env_steps(cartpo
 def test_interaction_evaluator_takes_exactly_one_frequency(cartpole_env):
     with pytest.raises(ValueError, match="exactly one of eval_freq and eval_every_env_steps"):
         interaction_evaluator(eval_cfg(eval_freq=10, eval_every_env_steps=100), ConstantActor(), cartpole_env)
+
+
+@pytest.mark.parametrize(("eval_keys", "kwargs"), [({}, {}), ({"eps": 0.0}, {}), ({"eps": 0.05}, {"eps": 0.05})])
+def test_the_evaluator_passes_policy_eval_eps_only_when_set(cartpole_env, eval_keys, kwargs):
+    """``policy.eval.eps`` reaches ``eval_mode.forward``; at 0 or absent (the seed's configs) the
+    policy is called with the observations alone, as any eval mode takes them."""
+    actor = ConstantActor()
+    interaction_evaluator(eval_cfg(**eval_keys), actor, cartpole_env)(OnlineRLContext())
+    assert actor.kwargs and all(seen == kwargs for seen in actor.kwargs)
+
+
+def test_evaluation_with_eps_is_reproducible_and_differs_from_greedy():
+    """Two DQN policies of one seed over envs of one seed give the same epsilon-greedy evaluation."""
+    def returns(eps):
+        torch.manual_seed(0)
+        policy = DQNPolicy(load_config({"policy": {"model": {"obs_shape": 4, "action_shape": 2}}}).policy, seed=0)
+        env = VectorEnvManager(env_factory("CartPole-v1"), num_envs=2, seed=0)
+        try:
+            return evaluate_episodes(policy.eval_mode, env, 6, eps=eps)["episode_return"]
+        finally:
+            env.close()
+
+    noisy = returns(0.5)
+    np.testing.assert_array_equal(noisy, returns(0.5))
+    assert not np.array_equal(noisy, returns(0.0))
 
 
 def test_online_logger_writes_means_and_leaves_train_output_alone(tmp_path):

@@ -60,6 +60,19 @@ def _rows(batch: Mapping[str, Any], part: slice) -> dict[str, Any]:
     return {key: value[part] for key, value in batch.items()}
 
 
+def _one_frame_apart(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether each stack of ``second`` (slots ``[..., K]``) is the same row's stack of ``first``
+    moved on by one frame, as a 1-step row's ``next_obs`` is its ``obs``."""
+    return first.shape == second.shape and first.shape[-1] > 1 and np.array_equal(first[..., 1:], second[..., :-1])
+
+
+def _stack_part(window: np.ndarray, axis: int, start: int) -> np.ndarray:
+    """The K stacked frames from ``start`` of each row's K + 1 frames in ``window`` (a view)."""
+    part = [slice(None)] * window.ndim
+    part[axis] = slice(start, start + window.shape[axis] - 1)
+    return window[tuple(part)]
+
+
 class FrameStore(BufferMiddleware):
     """Keeps the frames of stacked observation fields once; see the module docstring.
 
@@ -210,9 +223,12 @@ class FrameStore(BufferMiddleware):
     def _expand(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """``data`` with each stack field's slots replaced by the frames (a new dict).
 
-        The fields are gathered into one new array, each a contiguous part of it: two arrays of
-        about 1 MB (a batch of 32 Atari stacks) allocated together cost glibc fresh pages on
-        every call, 0.8 ms of page faults instead of 0.05 ms of copying.
+        The fields are gathered into one new array: two arrays of about 1 MB (a batch of 32
+        Atari stacks) allocated apart cost glibc fresh pages on every call, 0.8 ms of page
+        faults instead of 0.05 ms of copying. When the second field's stacks are the first's
+        moved on by one frame (``next_obs`` of 1-step rows), each row's K + 1 frames are gathered
+        once and both fields are views of that array (5 frames per Atari row, not 8: a quarter
+        less time); write into a copy, not into one field, where the other must stay as it is.
         """
         out = dict(data)
         keys = [key for key in self.fields if key in out]
@@ -220,7 +236,11 @@ class FrameStore(BufferMiddleware):
             return out
         slots = [np.asarray(out[key].numpy(force=True) if isinstance(out[key], torch.Tensor) else out[key])
                  for key in keys]
-        if len({part.shape for part in slots}) == 1:
+        if len(keys) == 2 and _one_frame_apart(*slots):
+            window = self.ring.gather(np.concatenate([slots[0], slots[1][..., -1:]], axis=-1))
+            axis = slots[0].ndim - 1  # the stack axis of the gathered frames
+            gathered = [_stack_part(window, axis, start) for start in (0, 1)]
+        elif len({part.shape for part in slots}) == 1:
             gathered = list(self.ring.gather(np.stack(slots)))
         else:
             gathered = [self.ring.gather(part) for part in slots]

@@ -4,7 +4,11 @@ from rlpipe.framework.middleware.functional.data_processor import (
     nstep_reward_enhancer,
     offpolicy_data_fetcher,
 )
-from rlpipe.framework.middleware.functional.evaluator import evaluate_episodes, interaction_evaluator
+from rlpipe.framework.middleware.functional.evaluator import (
+    evaluate_episodes,
+    evaluation_actions,
+    interaction_evaluator,
+)
 from rlpipe.framework.middleware.functional.explorer import eps_greedy_handler, epsilon_schedule
 from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.logger import online_logger, progress_bar
@@ -20,6 +24,7 @@ __all__ = [
     "eps_greedy_handler",
     "epsilon_schedule",
     "evaluate_episodes",
+    "evaluation_actions",
     "her_data_enhancer",
     "interaction_evaluator",
     "lr_scheduler",

@@ -1,8 +1,10 @@
 """Evaluation: run the greedy policy for whole episodes and report the mean return or the success rate."""
 from __future__ import annotations
 
+import functools
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,8 +25,16 @@ class EvaluationFailedError(EnvironmentFailedError):
 
 
 
-def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int) -> dict[str, np.ndarray]:
-    """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset.
+def evaluation_actions(policy: Any, eps: float = 0.0) -> Callable[[Any], np.ndarray]:
+    """What evaluation acts with: ``policy.forward`` (an ``eval_mode``), given ``eps`` when it is
+    above 0 (``policy.eval.eps``, which only the DQN family reads), else called with the
+    observations alone, as any ``eval_mode`` (the seed's, an actor-critic's) is."""
+    return policy.forward if eps == 0 else functools.partial(policy.forward, eps=eps)
+
+
+def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 0.0) -> dict[str, np.ndarray]:
+    """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset,
+    epsilon-greedy with ``eps`` (see :func:`evaluation_actions`).
 
     Episodes are split evenly over the environments and the first ones to finish in each
     environment are counted, so that short episodes are not over-represented.
@@ -44,9 +54,10 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int) -> dict[str, 
     quota[: n_episode % env.num_envs] += 1
     counted: list[FinishedEpisode] = []
     failed_episodes = 0
+    act = evaluation_actions(policy, eps)
     env.reset()
     while (quota > 0).any():
-        step = env.step(policy.forward(env.obs))
+        step = env.step(act(env.obs))
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
         failed_episodes += int(np.count_nonzero(failed & (quota > 0)))  # envs still needed only
         for episode in env.finished_episodes:
@@ -83,7 +94,8 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
     Reads ``ctx.train_iter``, ``ctx.env_step``, ``ctx.last_eval_iter``, ``ctx.last_eval_env_step``;
     writes ``ctx.eval_value`` (that figure), ``ctx.eval_output`` (per-episode returns and
     lengths), ``ctx.last_eval_iter``, ``ctx.last_eval_env_step``, ``ctx.last_eval_value``.
-    Evaluates at the first call too. Env steps grow by whole collections, so an evaluation
+    Evaluates at the first call too, epsilon-greedy with ``cfg.policy.eval.eps`` (absent, as in
+    the seed's configs: greedy). Env steps grow by whole collections, so an evaluation
     comes at the first call after a multiple is crossed (once, however many were crossed).
     An evaluation in which every episode ends in a failed env step is skipped (logged) and
     tried again at the next multiple;
@@ -101,6 +113,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
         if (self._eval_freq is None) == (self._every_env_steps is None):
             raise ValueError("cfg.policy.eval.evaluator: set exactly one of eval_freq and eval_every_env_steps")
         self._n_episode = cfg.env.n_evaluator_episode
+        self._eps = float(getattr(cfg.policy.eval, "eps", 0.0))
         self._stop_value = cfg.env.stop_value
         self._by_success = getattr(cfg.env, "eval_metric", "return") == "success_rate"
         self._stop_on_solve = stop_on_solve
@@ -118,7 +131,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
             return
         ctx.last_eval_iter, ctx.last_eval_env_step = ctx.train_iter, ctx.env_step
         try:
-            output = evaluate_episodes(self._policy, self._env, self._n_episode)
+            output = evaluate_episodes(self._policy, self._env, self._n_episode, self._eps)
         except EvaluationFailedError as err:  # a flaky env with long episodes: try again next time
             logger.warning("evaluation at env step %d skipped: %s", ctx.env_step, err)
             return
