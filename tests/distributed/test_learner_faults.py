@@ -3,16 +3,20 @@ resumes with new collectors from its last complete checkpoint, and SIGTERM stops
 with the run.
 
 Each test runs ``rlpipe train --backend ray`` as a subprocess whose environment carries a mark of
-the test's own (:data:`TEST_MARK`); Ray's processes (GCS, raylet, its agents, the collector
-actors) inherit it, so the processes of that run are the ones under ``/proc`` that carry it.
+the test's own (:data:`TEST_MARK`) and a ``RAY_TMPDIR`` of its own. The processes of that run
+(GCS, raylet, its agents, the collector actors) are those under ``/proc`` that carry the mark or
+write their output (Ray's logs) under that directory: Ray's workers and agents write their process
+title over the start of their environment, which loses the mark in some of them.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -50,45 +54,60 @@ def _command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "rlpipe.cli.main"]
 
 
-def _marked(mark: str) -> dict[int, str]:
-    """The live processes whose environment carries ``TEST_MARK=mark``: pid -> command line."""
+def _output_under(pid_dir: Path, root: str) -> bool:
+    for fd in ("1", "2"):
+        try:
+            if os.readlink(pid_dir / "fd" / fd).startswith(root + os.sep):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _processes(mark: str, root: str) -> dict[int, str]:
+    """The live processes that carry ``TEST_MARK=mark`` or write their output under ``root``: pid -> command line."""
     entry = f"{TEST_MARK}={mark}".encode()
     found = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit() or int(pid_dir.name) == os.getpid():
             continue
         try:
-            if entry in (Path("/proc", name) / "environ").read_bytes().split(b"\0"):
-                found[int(name)] = (Path("/proc", name) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if entry in (pid_dir / "environ").read_bytes().split(b"\0") or _output_under(pid_dir, root):
+                found[int(pid_dir.name)] = (pid_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
         except OSError:  # ended meanwhile
             continue
     return found
 
 
-def _seconds_until_gone(mark: str, since: float, bound: float) -> float:
-    """Seconds from ``since`` until no process carries ``mark``; fails naming those left after ``bound``."""
-    while _marked(mark):
-        if time.monotonic() - since > bound:
-            pytest.fail(f"left behind {bound} s after the learner ended: {sorted(_marked(mark).values())}")
-        time.sleep(0.1)
-    return time.monotonic() - since
-
-
 class Learner:
-    """``rlpipe ARGS`` in a subprocess (a session of its own, kept off the network), marked ``self.mark``."""
+    """``rlpipe ARGS`` in a subprocess (a session of its own, kept off the network), marked ``self.mark``,
+    with ``RAY_TMPDIR`` at ``self.ray_tmp`` (short: Ray's socket paths there must fit 107 bytes)."""
 
     def __init__(self, args: list[str], tmp_path: Path) -> None:
         self.mark = uuid.uuid4().hex
+        self.ray_tmp = os.path.realpath(tempfile.mkdtemp(prefix="rlt-"))
         proxy = f"http://127.0.0.1:{closed_loopback_port()}"
-        env = {**os.environ, TEST_MARK: self.mark, "PYTHONPATH": str(REPO), **dict.fromkeys(PROXY_VARS, proxy)}
+        env = {**os.environ, TEST_MARK: self.mark, "RAY_TMPDIR": self.ray_tmp, "PYTHONPATH": str(REPO),
+               **dict.fromkeys(PROXY_VARS, proxy)}
         self.out = tmp_path / f"{self.mark}.out"
         self.err = tmp_path / f"{self.mark}.err"
         with self.out.open("w") as out, self.err.open("w") as err:
             self.process = subprocess.Popen([*_command(), *args], cwd=REPO, env=env, stdout=out, stderr=err,
                                             start_new_session=True)
 
+    def processes(self) -> dict[int, str]:
+        return _processes(self.mark, self.ray_tmp)
+
     def collectors(self) -> list[int]:
-        return [pid for pid, command in _marked(self.mark).items() if command.startswith("ray::CollectorActor")]
+        return [pid for pid, command in self.processes().items() if command.startswith("ray::CollectorActor")]
+
+    def seconds_until_gone(self, since: float, bound: float) -> float:
+        """Seconds from ``since`` until none of its processes is left; fails naming those left after ``bound``."""
+        while self.processes():
+            if time.monotonic() - since > bound:
+                pytest.fail(f"left behind {bound} s after the learner ended: {sorted(self.processes().values())}")
+            time.sleep(0.1)
+        return time.monotonic() - since
 
     def wait_until_training(self, run_dir: Path, checkpoint: bool = False) -> None:
         """Until both collectors run and the learner has logged training (and saved a checkpoint)."""
@@ -101,12 +120,13 @@ class Learner:
 
     def stop(self) -> None:
         """Kill what is left of it (a failed test must not leave a cluster running)."""
-        for pid in [self.process.pid, *_marked(self.mark)]:
+        for pid in [self.process.pid, *self.processes()]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 continue
         self.process.wait()
+        shutil.rmtree(self.ray_tmp, ignore_errors=True)
 
 
 @pytest.fixture
@@ -126,11 +146,11 @@ def test_a_killed_learner_leaves_no_process_of_its_cluster(learners, tmp_path) -
     run_dir = tmp_path / "run"
     learner = learners(["train", *RUN, "--run-dir", str(run_dir)])
     learner.wait_until_training(run_dir)
-    assert len(_marked(learner.mark)) > 4  # the learner, GCS, raylet, agents, collectors...
+    assert len(learner.processes()) > 4  # the learner, GCS, raylet, agents, collectors...
     os.kill(learner.process.pid, signal.SIGKILL)
     killed = time.monotonic()
     learner.process.wait()
-    gone = _seconds_until_gone(learner.mark, killed, GONE_BOUND_S)
+    gone = learner.seconds_until_gone(killed, GONE_BOUND_S)
     print(f"kill -9 of the learner to its last process gone: {gone:.2f} s")
 
 
@@ -140,14 +160,14 @@ def test_a_killed_learners_run_resumes_from_its_last_complete_checkpoint(learner
     learner.wait_until_training(run_dir, checkpoint=True)
     os.kill(learner.process.pid, signal.SIGKILL)
     learner.process.wait()
-    _seconds_until_gone(learner.mark, time.monotonic(), GONE_BOUND_S)
+    learner.seconds_until_gone(time.monotonic(), GONE_BOUND_S)
     saved = latest_checkpoint(run_dir).state["counters"]["env_step"]
     records_before = len(metrics_so_far(run_dir))
 
     target = saved + 400
     resumed = learners(["resume", str(run_dir), f"run.max_env_step={target}"])
     assert resumed.process.wait(timeout=START_BOUND_S) == 0, resumed.err.read_text()
-    _seconds_until_gone(resumed.mark, time.monotonic(), GONE_BOUND_S)
+    resumed.seconds_until_gone(time.monotonic(), GONE_BOUND_S)
     summary = json.loads(resumed.out.read_text().splitlines()[-1])
     assert summary["env_step"] >= target and summary["stopped_by"] is None
     new_records = [r for r in metrics_so_far(run_dir)[records_before:] if r["kind"] == "train"]
@@ -169,5 +189,5 @@ def test_sigterm_stops_the_collectors_with_the_run(learners, tmp_path) -> None:
         f"rlpipe train: stopped by SIGTERM at env step {summary['env_step']}; the final checkpoint is saved: "
         f"continue with `rlpipe resume {run_dir}`")
     assert (run_dir / "ckpt" / "final.pth.tar").is_file()
-    assert not any(pid in _marked(learner.mark) for pid in collectors)  # stopped before the learner exited
-    _seconds_until_gone(learner.mark, time.monotonic(), 5.0)  # the reaper finishes before the learner exits
+    assert not any(pid in learner.processes() for pid in collectors)  # stopped before the learner exited
+    learner.seconds_until_gone(time.monotonic(), 5.0)  # the reaper finishes before the learner exits

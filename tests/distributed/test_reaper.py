@@ -31,44 +31,47 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_gone(pid: int) -> float:
+def _wait_gone(pid: int) -> None:
     start = time.monotonic()
     while _alive(pid):
         assert time.monotonic() - start < GONE_BOUND_S, f"process {pid} outlived the reaper's bound"
         time.sleep(0.05)
-    return time.monotonic() - start
 
 
-def test_kill_marked_ends_marked_processes_and_their_children_only() -> None:
-    mark = "test-" + os.urandom(4).hex()
-    env = {**os.environ, reaper.MARK_VAR: mark}
-    # a marked process that starts a marked child of its own, and an unmarked one beside them
-    parent = subprocess.Popen(["sh", "-c", "sleep 600 & echo $!; wait"], env=env, stdout=subprocess.PIPE, text=True)
+def test_the_cluster_is_what_carries_the_mark_or_writes_its_output_under_the_directory(tmp_path) -> None:
+    mark, root = "test-" + os.urandom(4).hex(), str(tmp_path.resolve())
+    log = tmp_path / "worker.out"
+    # a marked process with a child of its own; an unmarked one whose output goes to a log under root
+    # (as a Ray worker's whose title overwrote its mark); beside them, one that only reads that log
+    parent = subprocess.Popen(["sh", "-c", "sleep 600 & echo $!; wait"], env={**os.environ, reaper.MARK_VAR: mark},
+                              stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    bystander = subprocess.Popen(["sleep", "600"])
+    with log.open("w") as out:
+        writer = subprocess.Popen(["sleep", "600"], stdout=out)
+    reader = subprocess.Popen(["tail", "-f", str(log)], stdout=subprocess.DEVNULL)
     try:
-        assert sorted(reaper.marked_processes(mark)) == sorted([parent.pid, child])
-        assert reaper.kill_marked(mark) == 2
-        assert parent.wait(timeout=5) == -signal.SIGKILL
+        assert sorted(reaper.cluster_processes(mark, root)) == sorted([parent.pid, child, writer.pid])
+        assert reaper.kill_cluster(mark, root) == 3
+        assert parent.wait(timeout=5) == -signal.SIGKILL and writer.wait(timeout=5) == -signal.SIGKILL
         _wait_gone(child)
-        assert reaper.marked_processes(mark) == [] and bystander.poll() is None
+        assert reaper.cluster_processes(mark, root) == [] and reader.poll() is None
     finally:
-        bystander.kill()
-        bystander.wait()
+        reader.kill()
+        reader.wait()
 
 
 OPENER = textwrap.dedent("""
     import subprocess, sys, time
     from rlpipe.distributed.cluster import reaped_processes
-    with reaped_processes():
+    with reaped_processes(sys.argv[1]):
         print(subprocess.Popen(["sleep", "600"]).pid, flush=True)
         time.sleep(600)
 """)
 
 
-def test_what_a_killed_process_started_in_the_block_ends_with_it() -> None:
-    opener = subprocess.Popen([sys.executable, "-c", OPENER], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                              stdout=subprocess.PIPE, text=True)
+def test_what_a_killed_process_started_in_the_block_ends_with_it(tmp_path) -> None:
+    opener = subprocess.Popen([sys.executable, "-c", OPENER, str(tmp_path)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
     started = int(opener.stdout.readline())
     assert _alive(started)
     opener.kill()
@@ -76,9 +79,9 @@ def test_what_a_killed_process_started_in_the_block_ends_with_it() -> None:
     _wait_gone(started)  # an orphan now: only the reaper can have ended it
 
 
-def test_the_block_ends_what_it_started_and_leaves_the_environment_as_it_was() -> None:
+def test_the_block_ends_what_it_started_and_leaves_the_environment_as_it_was(tmp_path) -> None:
     before = os.environ.get(reaper.MARK_VAR)
-    with reaped_processes():
+    with reaped_processes(str(tmp_path)):
         assert os.environ[reaper.MARK_VAR] != before
         started = subprocess.Popen(["sleep", "600"])
     assert os.environ.get(reaper.MARK_VAR) == before
