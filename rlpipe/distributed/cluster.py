@@ -2,18 +2,24 @@
 
 Ray is an optional extra (``pip install rlpipe[ray]``, ``scripts/setup.sh ray``); without it
 ``distributed.backend=ray`` is a one-line error. Usage statistics are off, no dashboard is
-started, and a cluster rlpipe starts itself has a capped object store.
+started, and a cluster rlpipe starts itself has a capped object store and ends with the
+learner, even a learner killed with SIGKILL (:mod:`rlpipe.distributed.reaper`).
 """
 from __future__ import annotations
 
 import logging
 import os
 import socket
+import subprocess
+import sys
+import tempfile
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import ModuleType
 
 from rlpipe.config.schema import DistributedConfig
+from rlpipe.distributed import reaper
 from rlpipe.errors import MissingDependencyError, RlpipeError, first_line
 
 RAY_START_ENV = {
@@ -31,6 +37,8 @@ LOOPBACK_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 node's address instead of finding the address other machines would reach (which it does by
 asking the routing table for a path to 8.8.8.8), so all its traffic stays on the loopback."""
 LOOPBACK = "127.0.0.1"
+REAPER_EXIT_TIMEOUT_S = 10.0
+"""How long the learner waits for the reaper to finish after a normal end (it takes milliseconds)."""
 
 
 def import_ray() -> ModuleType:
@@ -59,6 +67,36 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 @contextmanager
+def reaped_processes(output_dir: str) -> Iterator[None]:
+    """Every process started inside (and their children) is killed when the block ends or this
+    process dies, even by SIGKILL: the reaper (:mod:`rlpipe.distributed.reaper`, started here in
+    a session of its own) looks, once its pipe from this process closes, for the mark they carry
+    in their environment and for processes that write their output under ``output_dir``. Nothing
+    is watched where there is no ``/proc``."""
+    if not os.path.isdir("/proc"):
+        yield
+        return
+    mark = uuid.uuid4().hex
+    read_end, write_end = os.pipe()  # not inherited: only this process holds the write end
+    try:
+        watcher = subprocess.Popen([sys.executable, "-I", reaper.__file__, mark, output_dir], stdin=read_end,
+                                   start_new_session=True)
+    finally:
+        os.close(read_end)
+    previous = os.environ.get(reaper.MARK_VAR)
+    os.environ[reaper.MARK_VAR] = mark
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[reaper.MARK_VAR]
+        else:
+            os.environ[reaper.MARK_VAR] = previous
+        os.close(write_end)
+        watcher.wait(timeout=REAPER_EXIT_TIMEOUT_S)
+
+
+@contextmanager
 def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleType]:
     """Ray, ready for ``num_collectors`` collector actors; shut down afterwards if started here.
 
@@ -66,8 +104,10 @@ def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleT
     Otherwise rlpipe connects to ``cfg.address`` (a cluster from ``ray start --head``) or
     starts a local one on the loopback address with at least one CPU slot per collector, so
     that more collectors than cores still run (sharing the cores) instead of waiting for a
-    slot forever. (Ray's own start-up still asks cloud metadata servers what machine it is
-    on; the tests point ``http_proxy`` at a closed local port so that nothing leaves.)
+    slot forever; it keeps its files in a temp directory of its own, and its processes end
+    with this one, even when this one is killed (:func:`reaped_processes`). (Ray's own start-up
+    still asks cloud metadata servers what machine it is on; the tests point ``http_proxy`` at a
+    closed local port so that nothing leaves.)
     """
     local = cfg.address is None
     for key, value in {**RAY_START_ENV, **(LOOPBACK_RAY_ENV if local else {})}.items():
@@ -78,17 +118,19 @@ def ray_session(cfg: DistributedConfig, num_collectors: int) -> Iterator[ModuleT
         return
     options: dict[str, object] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                   "log_to_driver": False}
-    if local:
+    if local:  # a temp directory of its own: the reaper knows the cluster's processes by their logs there
         options.update(num_cpus=max(os.cpu_count() or 1, num_collectors),
-                       object_store_memory=cfg.object_store_mb * 2**20, _node_ip_address=LOOPBACK)
+                       object_store_memory=cfg.object_store_mb * 2**20, _node_ip_address=LOOPBACK,
+                       _temp_dir=tempfile.mkdtemp(prefix="rlpipe-ray-", dir=os.environ.get("RAY_TMPDIR")))
     if cfg.address is not None:
         check_reachable(cfg.address)
-    try:
-        ray.init(address=cfg.address, **options)
-    except ConnectionError as err:
-        raise RlpipeError(f"config key 'distributed.address': cannot reach a Ray cluster at {cfg.address} "
-                          f"({first_line(err)})") from None
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+    with reaped_processes(str(options["_temp_dir"])) if local else nullcontext():
+        try:
+            ray.init(address=cfg.address, **options)
+        except ConnectionError as err:
+            raise RlpipeError(f"config key 'distributed.address': cannot reach a Ray cluster at {cfg.address} "
+                              f"({first_line(err)})") from None
+        try:
+            yield ray
+        finally:
+            ray.shutdown()

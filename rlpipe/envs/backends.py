@@ -61,7 +61,7 @@ def gymnasium_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> Vec
     """Gymnasium's vector envs (one process, or one subprocess per env with ``asynchronous``)."""
     return VectorEnvManager(
         settings.single_env_factory(), num_envs, seed=seed, asynchronous=settings.asynchronous,
-        step_timeout=settings.step_timeout, nonfinite=settings.nonfinite,
+        step_timeout=settings.step_timeout, nonfinite=settings.nonfinite, name=settings.env_id,
     )
 
 

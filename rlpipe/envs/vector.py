@@ -105,9 +105,13 @@ class VectorEnvManager:
 
     ``asynchronous``: each environment in its own subprocess. ``step_timeout`` (seconds;
     needs ``asynchronous``): a step or reset that takes longer, or a worker process that
-    dies, restarts every worker; ``max_consecutive_restarts`` restarts with no good step
-    between stop the run. ``nonfinite``: what a NaN or an infinity in a step's actions,
-    rewards or observations does (:mod:`rlpipe.envs.nonfinite`: raise, warn or skip).
+    dies, restarts every worker; after ``max_consecutive_restarts`` restarts with no episode
+    finished between them, the next failure stops the run with one line naming ``name`` (the
+    env id) and the timeout. An episode, not a step: an env that hangs at its second step
+    completes one step after each restart and was restarted forever (111 restarts in 240 s,
+    reported). The first restart is logged; the others are counted (``restarts``), not
+    logged. ``nonfinite``: what a NaN or an infinity in a step's actions, rewards or
+    observations does (:mod:`rlpipe.envs.nonfinite`: raise, warn or skip).
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class VectorEnvManager:
         step_timeout: float | None = None,
         max_consecutive_restarts: int = 3,
         nonfinite: str = "raise",
+        name: str = "environment",
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -131,7 +136,8 @@ class VectorEnvManager:
         self._asynchronous = asynchronous
         self._step_timeout = step_timeout
         self._max_consecutive_restarts = max_consecutive_restarts
-        self._consecutive_restarts = 0
+        self._consecutive_restarts = 0  # worker restarts since an episode last finished
+        self._name = name
         self.restarts = 0
         self.failed_steps = 0
         """Env steps that failed (the env raised, hung or died, or gave a skipped NaN), counted."""
@@ -212,7 +218,6 @@ class VectorEnvManager:
                 self.finished_episodes = []  # every episode was cut by the failure: none finished
                 self.reset()
                 return failed
-            self._consecutive_restarts = 0
         done = terminated | truncated
         ended = done.nonzero()[0]  # not done.any() + np.flatnonzero: 0.2 us instead of 1.9 us
         final_next_obs = next_obs
@@ -231,6 +236,8 @@ class VectorEnvManager:
             next_obs = self._reset_envs(skip, next_obs)
             done, success = terminated | truncated, None
         self.failed_steps += int(np.count_nonzero(failed_rows))
+        if self._consecutive_restarts and (done & ~failed_rows).any():  # an episode finished: the envs work
+            self._consecutive_restarts = 0
         self.finished_episodes = self.episode_stats.add(reward, done, success)
         batch = self._transitions(action, reward, final_next_obs, terminated, truncated, failed_rows)
         self.obs = next_obs
@@ -265,7 +272,8 @@ class VectorEnvManager:
         }
 
     def _restart(self, broken: AsyncVectorEnv, err: BaseException) -> None:
-        """Kill ``broken``'s workers and start new ones; EnvironmentFailedError after too many in a row.
+        """Kill ``broken``'s workers and start new ones; EnvironmentFailedError after too many with no
+        episode finished between.
 
         ``err`` re-raised instead when the environment code itself raised it (gymnasium then
         drops that worker's pipe): that is not a hang or a death.
@@ -276,10 +284,13 @@ class VectorEnvManager:
         self._consecutive_restarts += 1
         if self._consecutive_restarts > self._max_consecutive_restarts:
             raise EnvironmentFailedError(
-                f"environment workers failed {self._consecutive_restarts} times in a row (hung over "
-                f"{self._step_timeout} s or died; last: {err!r})"
+                f"{self._name}: its worker processes failed {self._consecutive_restarts} times with no episode "
+                f"finished between (a step or reset hung over the step timeout of {self._step_timeout} s, or a "
+                f"worker died; last: {err!r})"
             )
-        logger.warning("environment workers hung or died (%r): restarting them", err)
+        log = logger.warning if self.restarts == 0 else logger.debug
+        log("%s: worker processes hung or died (%r): restarting them (further restarts are counted, not logged)",
+            self._name, err)
         self._env = self._make_vector()
         self.restarts += 1
 
