@@ -12,7 +12,8 @@ until the learner closes its end or dies (the kernel closes its files then); the
 kills every process of the cluster and exits. A process of the cluster is one that carries the
 cluster's mark in its environment (:data:`MARK_VAR`, set before ``ray.init``), or one whose
 output (stdout or stderr) goes to a file under the cluster's own temp directory (Ray sends every
-process's output to its log files there; a user's ``tail -f`` of such a log is left alone).
+process's output to its log files there; a user's ``tail -f`` of such a log is left alone), or a
+Ray process (its title names Ray) with any file open there (the agents' own logs).
 Both, because Ray's workers and agents write their process title over the start of their
 environment block, and the raylet hands its children their environment in no fixed order: the
 mark was lost that way in about one run in three (measured). Linux only: it finds the
@@ -32,11 +33,16 @@ REAP_TIMEOUT_S = 60.0
 """How long the reaper goes on killing: a process that survives SIGKILL that long is the kernel's matter."""
 
 
-def _writes_output_under(pid_dir: str, root: str) -> bool:
-    """Whether the stdout or stderr of the process of ``/proc/PID`` is a file under ``root``."""
-    for fd in ("1", "2"):
+def _open_files_under(pid_dir: str, root: str, fds: tuple[str, ...] | None = None) -> bool:
+    """Whether the process of ``/proc/PID`` holds a file under ``root`` open (any, or those of ``fds``)."""
+    fd_dir = os.path.join(pid_dir, "fd")
+    try:
+        names = fds if fds is not None else tuple(os.listdir(fd_dir))
+    except OSError:  # ended, or not this user's
+        return False
+    for fd in names:
         try:
-            target = os.readlink(os.path.join(pid_dir, "fd", fd))
+            target = os.readlink(os.path.join(fd_dir, fd))
         except OSError:  # closed, or the process ended
             continue
         if target.startswith(root + os.sep):
@@ -44,9 +50,24 @@ def _writes_output_under(pid_dir: str, root: str) -> bool:
     return False
 
 
+def _is_ray_process(pid_dir: str) -> bool:
+    """Whether the process's title (its first argument) names Ray (``ray::...``, ``.../raylet``, ...)."""
+    with open(os.path.join(pid_dir, "cmdline"), "rb") as cmdline:
+        return b"ray" in cmdline.read().split(b"\0", 1)[0]
+
+
+def _of_cluster(pid_dir: str, root: str) -> bool:
+    """Whether the process writes its output under ``root``, or is a Ray process with a file open there
+    (the agents keep their logs there, and some lose their output redirection and their mark)."""
+    if _open_files_under(pid_dir, root, ("1", "2")):
+        return True
+    return _open_files_under(pid_dir, root) and _is_ray_process(pid_dir)
+
+
 def cluster_processes(mark: str, root: str, proc: str = "/proc") -> list[int]:
     """The ids of the processes, other than this one, that carry ``MARK_VAR=mark`` in their environment
-    or write their output under ``root`` (a process that ended or is not this user's counts as neither)."""
+    or belong to it by their files under ``root`` (:func:`_of_cluster`); a process that ended or is not
+    this user's counts as neither."""
     entry = f"{MARK_VAR}={mark}".encode()
     found = []
     for name in os.listdir(proc):
@@ -56,7 +77,7 @@ def cluster_processes(mark: str, root: str, proc: str = "/proc") -> list[int]:
         try:
             with open(os.path.join(pid_dir, "environ"), "rb") as environ:
                 marked = entry in environ.read().split(b"\0")
-            if marked or _writes_output_under(pid_dir, root):
+            if marked or _of_cluster(pid_dir, root):
                 found.append(int(name))
         except OSError:
             continue
