@@ -41,6 +41,19 @@ asking the routing table for a path to 8.8.8.8), so all its traffic stays on the
 LOOPBACK = "127.0.0.1"
 REAPER_EXIT_TIMEOUT_S = 10.0
 """How long the learner waits for the reaper to finish after a normal end (it takes milliseconds)."""
+_REAPER_PIPES: set[int] = set()
+"""The write ends of the open reapers' pipes: a child forked without exec (a subprocess env's worker)
+closes them, or it would hold them open and keep its reaper waiting after the learner's death."""
+
+
+def _close_reaper_pipes() -> None:
+    for fd in _REAPER_PIPES:
+        os.close(fd)
+    _REAPER_PIPES.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_reaper_pipes)
 
 
 def import_ray() -> ModuleType:
@@ -70,21 +83,22 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 @contextmanager
 def reaped_processes(output_dir: str) -> Iterator[None]:
-    """Every process started inside (and their children) is killed when the block ends or this
+    """Every program started inside (and its children) is killed when the block ends or this
     process dies, even by SIGKILL: the reaper (:mod:`rlpipe.distributed.reaper`, started here in
     a session of its own) looks, once its pipe from this process closes, for the mark they carry
-    in their environment and for processes that write their output under ``output_dir``. Nothing
-    is watched where there is no ``/proc``."""
+    in their environment and for processes that write their output under ``output_dir``; this
+    process itself is spared. Nothing is watched where there is no ``/proc``."""
     if not os.path.isdir("/proc"):
         yield
         return
     mark = uuid.uuid4().hex
-    read_end, write_end = os.pipe()  # not inherited: only this process holds the write end
+    read_end, write_end = os.pipe()  # not inherited by exec, closed by fork: only this process holds it
     try:
-        watcher = subprocess.Popen([sys.executable, "-I", reaper.__file__, mark, output_dir], stdin=read_end,
-                                   start_new_session=True)
+        watcher = subprocess.Popen([sys.executable, "-I", reaper.__file__, mark, output_dir, str(os.getpid())],
+                                   stdin=read_end, start_new_session=True)
     finally:
         os.close(read_end)
+    _REAPER_PIPES.add(write_end)
     previous = os.environ.get(reaper.MARK_VAR)
     os.environ[reaper.MARK_VAR] = mark
     try:
@@ -94,6 +108,7 @@ def reaped_processes(output_dir: str) -> Iterator[None]:
             del os.environ[reaper.MARK_VAR]
         else:
             os.environ[reaper.MARK_VAR] = previous
+        _REAPER_PIPES.discard(write_end)
         os.close(write_end)
         try:
             watcher.wait(timeout=REAPER_EXIT_TIMEOUT_S)

@@ -13,11 +13,13 @@ kills every process of the cluster and exits. A process of the cluster is one th
 cluster's mark in its environment (:data:`MARK_VAR`, set before ``ray.init``), or one whose
 output (stdout or stderr) goes to a file under the cluster's own temp directory (Ray sends every
 process's output to its log files there; a user's ``tail -f`` of such a log is left alone), or a
-Ray process (its title names Ray) with any file open there (the agents' own logs).
-Both, because Ray's workers and agents write their process title over the start of their
-environment block, and the raylet hands its children their environment in no fixed order: the
-mark was lost that way in about one run in three (measured). Linux only: it finds the
-processes under ``/proc``.
+Ray process (titled ``ray::...``, or Ray's ``raylet`` or ``gcs_server``) with any file open there
+(the agents' own logs). All three, because Ray's workers and agents write their process title
+over the start of their environment block, and the raylet hands its children their environment
+in no fixed order: the mark was lost that way in about one run in three (measured), and under
+load agents lost both the mark and the redirect. The learner is never one of them: it keeps its
+own Ray logs open there after ``ray.shutdown()``, while it waits for the reaper after a normal
+end. Linux only: it finds the processes under ``/proc``.
 """
 from __future__ import annotations
 
@@ -50,10 +52,17 @@ def _open_files_under(pid_dir: str, root: str, fds: tuple[str, ...] | None = Non
     return False
 
 
+RAY_EXECUTABLES = (b"raylet", b"gcs_server")
+"""The names of Ray's own programs (the others are Python, titled ``ray::...`` once started)."""
+
+
 def _is_ray_process(pid_dir: str) -> bool:
-    """Whether the process's title (its first argument) names Ray (``ray::...``, ``.../raylet``, ...)."""
+    """Whether the process's title (its first argument) is a Ray process's: ``ray::...`` or Ray's
+    own programs. Not merely one that contains "ray": a Python under ``/home/murray`` or a
+    ``ray-env`` is not Ray."""
     with open(os.path.join(pid_dir, "cmdline"), "rb") as cmdline:
-        return b"ray" in cmdline.read().split(b"\0", 1)[0]
+        title = cmdline.read().split(b"\0", 1)[0]
+    return title.startswith(b"ray::") or os.path.basename(title) in RAY_EXECUTABLES
 
 
 def _of_cluster(pid_dir: str, root: str) -> bool:
@@ -64,14 +73,14 @@ def _of_cluster(pid_dir: str, root: str) -> bool:
     return _open_files_under(pid_dir, root) and _is_ray_process(pid_dir)
 
 
-def cluster_processes(mark: str, root: str, proc: str = "/proc") -> list[int]:
-    """The ids of the processes, other than this one, that carry ``MARK_VAR=mark`` in their environment
-    or belong to it by their files under ``root`` (:func:`_of_cluster`); a process that ended or is not
-    this user's counts as neither."""
+def cluster_processes(mark: str, root: str, spared: int | None = None, proc: str = "/proc") -> list[int]:
+    """The ids of the processes, other than this one and ``spared`` (the learner), that carry
+    ``MARK_VAR=mark`` in their environment or belong to it by their files under ``root``
+    (:func:`_of_cluster`); a process that ended or is not this user's counts as neither."""
     entry = f"{MARK_VAR}={mark}".encode()
     found = []
     for name in os.listdir(proc):
-        if not name.isdigit() or int(name) == os.getpid():
+        if not name.isdigit() or int(name) in (os.getpid(), spared):
             continue
         pid_dir = os.path.join(proc, name)
         try:
@@ -96,13 +105,13 @@ def wait_for_end(pid: int, timeout: float) -> None:
         os.close(handle)
 
 
-def kill_cluster(mark: str, root: str) -> int:
-    """SIGKILL every process of the cluster (:func:`cluster_processes`), wait until each has ended, and
-    look again, until a look finds none (one may have started another meanwhile, a raylet a worker);
-    how many were killed."""
+def kill_cluster(mark: str, root: str, spared: int | None = None) -> int:
+    """SIGKILL every process of the cluster (:func:`cluster_processes`, never ``spared``), wait until
+    each has ended, and look again, until a look finds none (one may have started another meanwhile,
+    a raylet a worker); how many were killed."""
     deadline = time.monotonic() + REAP_TIMEOUT_S
     killed: set[int] = set()
-    while (pids := cluster_processes(mark, root)) and time.monotonic() < deadline:
+    while (pids := cluster_processes(mark, root, spared)) and time.monotonic() < deadline:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -114,12 +123,13 @@ def kill_cluster(mark: str, root: str) -> int:
     return len(killed)
 
 
-def main(mark: str, root: str) -> None:
-    """Wait until stdin's writer (the learner) closes it or dies, then kill the cluster ``mark`` and ``root`` name."""
+def main(mark: str, root: str, learner: int) -> None:
+    """Wait until stdin's writer (the learner, process ``learner``) closes it or dies, then kill the
+    cluster ``mark`` and ``root`` name."""
     while sys.stdin.buffer.read(4096):  # the learner writes nothing: this returns at end of file
         continue
-    kill_cluster(mark, os.path.realpath(root))
+    kill_cluster(mark, os.path.realpath(root), spared=learner)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -3,6 +3,9 @@ point of every episode stops the run with one line naming it and the timeout, wh
 now and then between finished episodes is restarted as often as it hangs."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,7 +13,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlpipe.cli.main import main
 from rlpipe.envs import VectorEnvManager
 from rlpipe.errors import EnvironmentFailedError
 
@@ -65,23 +67,29 @@ def test_an_env_that_hangs_at_its_second_step_stops_after_four_failures(tmp_path
         env.close()
 
 
+REPO = Path(__file__).resolve().parents[2]
 STOP_BOUND_S = 60.0
-"""What the issue asks: the run stops within 60 s. Measured on a 2-core machine: 8.6-10.2 s idle (4 timeouts
-of 2 s, plus starting the run and the workers), 9.5-14.0 s with two busy loops beside it."""
+"""What the issue asks: the run stops within 60 s. Measured through the console script on a 2-core machine:
+14.9-28.2 s with the machine's other work (load average 4-6), of which 4-5 s are Python's start and imports,
+3 s the run's set-up, and 4 x 2.3 s the four timeouts with their restarts; 27.7-30.5 s with two busy loops
+beside it as well (the start and imports alone then take 9.4 s)."""
 
 
 @pytest.mark.parametrize("env_id", ["HangingCartPole-v0", "LateHangingCartPole-v0"])
-def test_a_run_whose_env_always_hangs_stops_within_a_minute_with_one_line(tmp_path, capsys, env_id) -> None:
+def test_a_run_whose_env_always_hangs_stops_within_a_minute_with_one_line(tmp_path, env_id) -> None:
     env_id = f"tests.hanging_env:{env_id}"  # as the user wrote it, module and all
+    script = Path(sys.executable).parent / "rlpipe"
     start = time.monotonic()
-    status = main(["train", "cartpole-dqn", f"env.env_id={env_id}", "env.asynchronous=true",
-                   "env.step_timeout=2", "run.progress=false", "--run-dir", str(tmp_path / "run")])
+    done = subprocess.run([str(script), "train", "cartpole-dqn", f"env.env_id={env_id}", "env.asynchronous=true",
+                           "env.step_timeout=2", "run.progress=false", "--run-dir", str(tmp_path / "run")],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                          timeout=2 * STOP_BOUND_S)
     elapsed = time.monotonic() - start
-    err = capsys.readouterr().err.strip().splitlines()
-    assert status == 2 and not any("Traceback" in line for line in err)
+    err = done.stderr.strip().splitlines()
+    print(f"{env_id}: stopped after {elapsed:.1f} s; stderr:", *err, sep="\n")
+    assert done.returncode == 2 and not any("Traceback" in line for line in err)
     assert len([line for line in err if line.startswith("rlpipe train: error:")]) == 1
     assert err[-1].startswith(f"rlpipe train: error: {env_id}: its worker processes failed 4 times with no episode "
                               "finished between") and "step timeout of 2.0 s" in err[-1]
-    assert len(err) <= 2  # the first restart's warning (where logging reaches stderr), then the error
-    print(f"{env_id}: stopped after {elapsed:.1f} s")
+    assert len(err) <= 2 and all("restarting them" in line for line in err[:-1])  # the first restart is logged
     assert elapsed < STOP_BOUND_S
