@@ -70,9 +70,9 @@ def test_an_env_that_hangs_at_its_second_step_stops_after_four_failures(tmp_path
 REPO = Path(__file__).resolve().parents[2]
 STOP_BOUND_S = 60.0
 """What the issue asks: the run stops within 60 s. Measured through the console script on a 2-core machine:
-14.9-28.2 s with the machine's other work (load average 4-6), of which 4-5 s are Python's start and imports,
-3 s the run's set-up, and 4 x 2.3 s the four timeouts with their restarts; 27.7-30.5 s with two busy loops
-beside it as well (the start and imports alone then take 9.4 s)."""
+14.9-17.3 s with the machine's other work (load average 4-6), of which 4-5 s are Python's start and imports,
+3 s the run's set-up, and 4 x 2.3 s the four timeouts with their restarts; 21.6-30.5 s with one or two busy
+loops beside it as well (the start and imports alone then take 9.4 s)."""
 
 
 @pytest.mark.parametrize("env_id", ["HangingCartPole-v0", "LateHangingCartPole-v0"])
