@@ -23,6 +23,7 @@ from rlpipe.entry.summary import RunSummary
 from rlpipe.entry.train import RunDirError, default_run_dir
 from rlpipe.entry.train import train as train_run
 from rlpipe.errors import RlpipeError
+from rlpipe.recipes.hooks import Hook
 from rlpipe.recipes.pipeline import Middleware
 
 EnvArgument = str | Callable[..., gym.Env]
@@ -63,6 +64,7 @@ def train(
     overwrite: bool = False,
     resume: bool = False,
     middleware: Mapping[str, Sequence[Middleware]] | None = None,
+    hooks: Sequence[Hook] = (),
     allow_unsealed: bool = False,
 ) -> TrainResult:
     """Train ``config`` (a preset name, YAML path, dict or :class:`Config`), on ``env`` if given.
@@ -73,11 +75,15 @@ def train(
     ``my_envs:Corridor-v0``). ``overrides`` are ``"key.path=value"`` strings or a dict
     ``{"key.path": value}``. A ``run_dir`` that already holds a run is refused unless
     ``overwrite=True`` (its files are removed first) or ``resume=True`` (training continues
-    from its latest checkpoint). ``middleware`` and ``allow_unsealed``: see :func:`rlpipe.entry.train.train`.
+    from its latest checkpoint). ``hooks``: callables run after every training iteration with a
+    :class:`~rlpipe.recipes.hooks.RunView` (``policy``, ``buffer``, ``config``, counters, ``ctx``);
+    one returning False (or calling ``view.stop()``) stops the run cleanly. ``middleware`` and
+    ``allow_unsealed``: see :func:`rlpipe.entry.train.train`.
     ``run_dir`` keeps its place as the second argument, as in earlier releases.
     """
     if overwrite and resume:
         raise ArgumentError("pass overwrite=True or resume=True, not both")
+    hooks = _checked_hooks(hooks)
     texts = [*_override_texts(overrides), *([f"env.env_id={_env_id(env)}"] if env is not None else [])]
     cfg = load_config(config, texts)
     path = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
@@ -86,7 +92,8 @@ def train(
             raise RunDirError(f"run_dir {path} already holds a run: pass overwrite=True to start again there, "
                               "resume=True to continue it, or another run_dir")
         shutil.rmtree(path)
-    summary = train_run(cfg, path, resume=resume, middleware=middleware, allow_unsealed=allow_unsealed)
+    summary = train_run(cfg, path, resume=resume, middleware=middleware, hooks=hooks,
+                        allow_unsealed=allow_unsealed)
     return TrainResult(summary, path)
 
 
@@ -101,6 +108,16 @@ def _override_texts(overrides: Iterable[str] | Mapping[str, Any]) -> list[str]:
     if wrong:
         raise ArgumentError(f"overrides must be a list of 'key=value' strings or a dict; {wrong[0]!r} is not a string")
     return texts
+
+
+def _checked_hooks(hooks: Sequence[Hook]) -> list[Hook]:
+    """``hooks`` as a list; one line naming the first that cannot be called."""
+    if callable(hooks):
+        raise ArgumentError(f"hooks must be a list of callables, got the single callable {hooks!r}: pass hooks=[...]")
+    wrong = [hook for hook in hooks if not callable(hook)]
+    if wrong:
+        raise ArgumentError(f"hooks must be callables taking a RunView; {wrong[0]!r} is not callable")
+    return list(hooks)
 
 
 def _env_id(env: EnvArgument) -> str:

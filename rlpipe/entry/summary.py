@@ -51,7 +51,8 @@ class RunSummary:
     """The run's identity, made at ``train`` and kept by ``resume``; every checkpoint's header
     carries it, so a checkpoint copied in from another run is refused."""
     stopped_by: str | None = None
-    """The signal that stopped the run early (``SIGINT``, ``SIGTERM``); None when it ran to its end."""
+    """What stopped the run early: a signal (``SIGINT``, ``SIGTERM``) or ``hook <name>`` (a hook of
+    ``rlpipe.train`` that returned False); None when it ran to its end."""
 
     def write(self, path: Path) -> None:
         """Write as JSON, atomically (a temporary file, then a rename): a kill never leaves half a file."""

@@ -28,6 +28,7 @@ from rlpipe.framework.middleware import (
 from rlpipe.policy.frame import device_of
 from rlpipe.recipes.backends import remote_collect_half
 from rlpipe.recipes.build import Parts, build_parts
+from rlpipe.recipes.hooks import HOOK_POINT, Hook, hook_runner
 from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
 from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, record_seal
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
@@ -185,6 +186,7 @@ def train(
     *,
     overrides: Iterable[str] = (),
     middleware: Mapping[str, Sequence[Middleware]] | None = None,
+    hooks: Sequence[Hook] = (),
     overwrite_empty: bool = False,
     allow_unsealed: bool = False,
 ) -> RunSummary:
@@ -194,9 +196,11 @@ def train(
     (``"key.path=value"``) on top, as ``rlpipe train`` takes them; ``run_dir`` defaults to
     :func:`default_run_dir`. ``middleware`` adds your own middleware at the named points of
     the pipeline (:data:`~rlpipe.recipes.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
-    [fn]}``). Everything that can be checked (env id, model sizes, HER settings, the run
-    directory, the Ray cluster of ``distributed.backend=ray``) is checked before the run
-    directory is created. With ``resume``, ``run_dir``
+    [fn]}``). ``hooks`` are called after every iteration with a
+    :class:`~rlpipe.recipes.hooks.RunView`; one returning False stops the run as a stop signal
+    does (final checkpoint, summary with ``stopped_by="hook <name>"``). Everything that can be
+    checked (env id, model sizes, HER settings, the run directory, the Ray cluster of
+    ``distributed.backend=ray``) is checked before the run directory is created. With ``resume``, ``run_dir``
     holds an earlier run of this config: training continues from its latest checkpoint and
     saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
     process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
@@ -236,11 +240,17 @@ def train(
         writer = MetricsWriter(run_dir)
         env_errors = logging.FileHandler(run_dir / "env_errors.log", delay=True)  # made on the first report
         worker_report_log.addHandler(env_errors)
+        runner = hook_runner(hooks, parts.policy, parts.buffer, parts.cfg)
+        extra = {**(middleware or {})}
+        if hooks:
+            extra[HOOK_POINT] = [*extra.get(HOOK_POINT, ()), runner]
         try:
             with graceful_stop() as stop:
-                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, middleware, collect, allow_unsealed)
+                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, extra, collect, allow_unsealed)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
+            elif runner.stopped_by is not None:
+                tracker.summary.stopped_by = runner.stopped_by
         finally:
             worker_report_log.removeHandler(env_errors)
             env_errors.close()

@@ -167,6 +167,10 @@ class PolicyFrame(ABC, Generic[RngT]):
         """Observations on the policy's device, in their own dtype (the encoders convert them)."""
         return observations_to(obs, self._device)
 
+    def _actions(self, action: torch.Tensor) -> torch.Tensor:
+        """A learning batch's ``action`` column in the shape the loss takes (as given, here)."""
+        return action
+
     def _learn_batch(self, batch: Mapping[str, Any]) -> TransitionBatch:
         """A columnar batch as tensors; ``value_gamma`` falls back to ``gamma`` only for 1-step returns."""
 
@@ -180,7 +184,7 @@ class PolicyFrame(ABC, Generic[RngT]):
         else:
             raise ValueError(f"cfg.nstep is {self._nstep} but the batch has no 'value_gamma' column")
         return TransitionBatch(
-            self._observations(batch["obs"]), tensor("action", self.action_dtype), tensor("reward"),
+            self._observations(batch["obs"]), self._actions(tensor("action", self.action_dtype)), tensor("reward"),
             self._observations(batch["next_obs"]),
             torch.as_tensor(terminated_of(batch, "a learning batch"), dtype=torch.float32, device=self._device),
             value_gamma,

@@ -118,6 +118,15 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     def loss(self, b: TransitionBatch) -> QLoss:
         """The loss of one batch, its per-sample priority and the online Q-values."""
 
+    def _actions(self, action: torch.Tensor) -> torch.Tensor:
+        """Discrete actions ``[B]``; the seed's ``[B, 1]`` action columns are read as ``[B]``."""
+        if action.dim() == 2 and action.shape[1] == 1:
+            return action.squeeze(1)
+        if action.dim() != 1:
+            raise ValueError(f"batch field 'action' must hold one discrete action per row, [B] or [B, 1]; "
+                             f"got shape {tuple(action.shape)}")
+        return action
+
     def q_values(self, output: torch.Tensor) -> torch.Tensor:
         """The action values ``[N, A]`` in the network's ``output``; acting takes their argmax."""
         return output

@@ -3,7 +3,8 @@ without rlpipe (the ONNX route needs the ``export`` extra).
 
 The exported graph computes what ``rlpipe.load(run).predict(obs, deterministic=True)`` does,
 for a batch: it takes the env's observations as float32 ``[N, *obs_shape]`` and returns the
-env's actions, ``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``) and
+env's actions, ``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``, with C51's
+and QR-DQN's ``Q`` the mean of the return distribution, noisy layers at their means) and
 ``float32 [N, action_dim]`` for the actor-critics (the deterministic action: ``tanh(mean)`` of
 SAC's and CrossQ's squashed Gaussian, ``mu(s)`` of TD3's and DDPG's actor), with the policy's
 observation normalisation (``model.obs_norm``) before the network and the env factory's action
@@ -29,7 +30,7 @@ from rlpipe.entry.agent import Agent, load
 from rlpipe.errors import MissingDependencyError, RlpipeError
 from rlpipe.model.continuous import DeterministicActor, SquashedGaussianActor
 from rlpipe.policy.actor_critic import OBS_NORM_CLIP
-from rlpipe.policy.dqn import DQNPolicy
+from rlpipe.policy.q_learning import QLearningPolicy
 from rlpipe.policy.sac import SACPolicy
 from rlpipe.policy.td3 import DeterministicActorCritic
 from rlpipe.recipes.envs import make_env_factory
@@ -45,14 +46,17 @@ class ExportError(RlpipeError, ValueError):
 
 
 class GreedyAction(nn.Module):
-    """``obs`` float32 ``[N, obs_dim]`` -> ``argmax_a Q(obs, a)`` int64 ``[N]``."""
+    """``obs`` ``[N, *obs_shape]`` -> ``argmax_a Q(obs, a)`` int64 ``[N]``, ``Q`` read from the
+    network's output by the policy's ``q_values`` (the output itself for DQN, a distribution's
+    mean for C51 and QR-DQN)."""
 
-    def __init__(self, q_network: nn.Module) -> None:
+    def __init__(self, q_network: nn.Module, q_values: Callable[[torch.Tensor], torch.Tensor]) -> None:
         super().__init__()
         self.q_network = q_network
+        self._q_values = q_values
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.q_network(obs).argmax(dim=1)
+        return self._q_values(self.q_network(obs)).argmax(dim=1)
 
 
 class DeterministicAction(nn.Module):
@@ -131,11 +135,11 @@ def acting_network(agent: Agent) -> nn.Module:
                           f"({', '.join(observation_wrappers)}) before the policy sees them; export takes "
                           "array observations only")
     action_wrappers = [w for w in stack if isinstance(w, gym.ActionWrapper)]
-    if isinstance(policy, DQNPolicy):
+    if isinstance(policy, QLearningPolicy):
         if action_wrappers:
             raise ExportError(f"env '{cfg.env.env_id}' converts discrete actions in Python "
                               f"({type(action_wrappers[0]).__name__}); export cannot")
-        return GreedyAction(copy.deepcopy(policy.model).cpu())
+        return GreedyAction(copy.deepcopy(policy.model).cpu(), policy.q_values)
     if not isinstance(policy, (SACPolicy, DeterministicActorCritic)):
         raise ExportError(f"policy.type '{cfg.policy.type}' has no exporter")
     gain, bias = _affine_action_map(action_wrappers, policy.actor.action_shape)

@@ -1,4 +1,4 @@
-"""The README's "Using a trained agent" and "Your own environment" sections run as written."""
+"""The README's "Using a trained agent", "Hooks" and "Your own environment" sections run as written."""
 from __future__ import annotations
 
 import json
@@ -27,6 +27,13 @@ def test_using_a_trained_agent_runs_as_written(tmp_path, monkeypatch):
     (block,) = code_blocks("Using a trained agent", "python")
     exec(compile(block, "README: Using a trained agent", "exec"), {})
     assert (tmp_path / "runs" / "my-agent" / "ckpt" / "final.pth.tar").is_file()
+
+
+def test_hooks_run_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (block,) = code_blocks("Hooks", "python")
+    exec(compile(block, "README: Hooks", "exec"), {})
+    assert (tmp_path / "runs" / "hooked" / "ckpt" / "final.pth.tar").is_file()
 
 
 def test_your_own_environment_runs_as_written_through_the_console_script(tmp_path):

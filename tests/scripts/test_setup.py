@@ -1,5 +1,6 @@
 """``scripts/setup.sh``, dry-run (``RLPIPE_SETUP_DRY_RUN=1`` prints its commands): the CPU build of
-PyTorch by default, a CUDA build from PyTorch's index with the word ``cuda``. Nothing is installed."""
+PyTorch from PyTorch's CPU index by default (as on a machine without a local wheel), a CUDA build
+from PyTorch's index with the word ``cuda``. Nothing is installed."""
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "setup.sh"
+CPU_TORCH = "torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu"
 
 
 def dry_run(argument: str, **env: str) -> list[str]:
@@ -20,8 +22,8 @@ def dry_run(argument: str, **env: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("argument", "env", "torch", "rlpipe"), [
-    ("", {}, "torch==2.13.0", "-e ."),
-    ("mujoco,plot", {}, "torch==2.13.0", "-e .[mujoco,plot]"),
+    ("", {}, CPU_TORCH, "-e ."),
+    ("mujoco,plot", {}, CPU_TORCH, "-e .[mujoco,plot]"),
     ("cuda", {}, "torch==2.13.0+cu128 --index-url https://download.pytorch.org/whl/cu128", "-e ."),
     ("test,cuda", {"RLPIPE_CUDA": "cu126"}, "torch==2.13.0+cu126 --index-url https://download.pytorch.org/whl/cu126",
      "-e .[test]"),

@@ -21,6 +21,8 @@ ort = pytest.importorskip("onnxruntime")
 
 RUNS = {
     "cartpole-dqn": [],
+    "cartpole-c51": [],  # the mean of its return distribution, with a dueling head
+    "cartpole-qrdqn": [],
     "pendulum-sac": ["policy.random_collect_size=50", "policy.model.obs_norm=true"],  # normalisation in the graph
     "pendulum-td3": ["policy.random_collect_size=50"],
 }
