@@ -148,14 +148,15 @@ class Algorithm:
         """Its ``policy.learn`` learning-rate keys, as dotted config keys (for hints)."""
         return tuple(f"policy.learn.{k}" for k in self.learn if k.startswith("learning_rate"))
 
-    def reads(self, key: str) -> bool:
-        """Whether it reads ``key``, a dotted config key (``policy.learn.alpha``); keys outside
-        :data:`ALGORITHM_SECTIONS` and :data:`ALGORITHM_KEYS` are read by every algorithm."""
+    def reads(self, key: str, exploration: Exploration | None = None) -> bool:
+        """Whether it reads ``key``, a dotted config key (``policy.learn.alpha``), when exploring
+        ``exploration`` (None: its default); keys outside :data:`ALGORITHM_SECTIONS` and
+        :data:`ALGORITHM_KEYS` are read by every algorithm."""
         inner = key.removeprefix("policy.")
         dependent = inner in ALGORITHM_KEYS or inner.startswith(tuple(f"{section}." for section in ALGORITHM_SECTIONS))
         if inner == key or not dependent:
             return True
-        return inner in self.keys
+        return inner in self.keys_for(self.exploration if exploration is None else exploration)
 
     def unread_key_error(self, key: str, exploration: Exploration | None = None) -> str:
         """The one line for a config that sets ``key`` (under ``policy.``), which this algorithm does not

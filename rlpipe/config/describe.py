@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from rlpipe.config.algorithms import ALGORITHMS, Algorithm
+from rlpipe.config.algorithms import ALGORITHMS
 from rlpipe.config.schedule import Schedule
 from rlpipe.config.schema import Config
 
@@ -58,18 +58,25 @@ def _type_name(annotation: Any) -> str:
 def describe_config(cfg: Config | None = None) -> Iterator[KeyInfo]:
     """The keys of a config depth first, with values from ``cfg`` (with None: every key, with its default).
 
-    Only the keys ``cfg``'s algorithm reads (``cfg.policy.type``'s row of the algorithm table)
-    appear. A section that is off (``policy.other.her: None``) is listed with its keys'
-    defaults, so every key a user can set appears.
+    Only the keys ``cfg``'s algorithm reads (``cfg.policy.type``'s row of the algorithm table),
+    exploring as ``cfg`` makes it (noisy networks read no epsilon keys), appear. A section that
+    is off (``policy.other.her: None``) is listed with its keys' defaults, so every key a user
+    can set appears.
     """
-    return _walk(cfg, Config, "", ALGORITHMS[cfg.policy.type] if cfg is not None else None)
+    if cfg is None:
+        return _walk(None, Config, "", None)
+    row = ALGORITHMS[cfg.policy.type]
+    exploration = row.exploration_of(cfg.policy)
+    return _walk(cfg, Config, "", lambda key: row.reads(key, exploration))
 
 
-def _walk(cfg: BaseModel | None, model: type[BaseModel], prefix: str, row: Algorithm | None) -> Iterator[KeyInfo]:
-    """Walk ``model``'s keys (those ``row`` reads) depth first, with values from ``cfg`` (defaults where it is None)."""
+def _walk(cfg: BaseModel | None, model: type[BaseModel], prefix: str,
+          read: Callable[[str], bool] | None) -> Iterator[KeyInfo]:
+    """Walk ``model``'s keys (those ``read`` accepts; None: all) depth first, with values from
+    ``cfg`` (defaults where it is None)."""
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
-        if row is not None and not row.reads(key):
+        if read is not None and not read(key):
             continue
         value = getattr(cfg, name) if cfg is not None else None
         section = _section(field.annotation)
@@ -81,4 +88,4 @@ def _walk(cfg: BaseModel | None, model: type[BaseModel], prefix: str, row: Algor
             continue
         if value is None:
             yield KeyInfo(key, f"{section.__name__} | None", None, None, field.description or "")
-        yield from _walk(value if isinstance(value, BaseModel) else None, section, f"{key}.", row)
+        yield from _walk(value if isinstance(value, BaseModel) else None, section, f"{key}.", read)

@@ -22,7 +22,6 @@ from torch import nn
 
 from rlpipe.policy.distributional import DistributionalQPolicy
 from rlpipe.policy.frame import TransitionBatch
-from rlpipe.policy.q_learning import QLoss
 
 
 def categorical_projection(
@@ -85,26 +84,26 @@ class C51Policy(DistributionalQPolicy):
 
     def __init__(self, cfg: Any, model: nn.Module | None = None, seed: int = 0) -> None:
         model_cfg = cfg.model
-        self._num_atoms = int(model_cfg.num_atoms)
+        num_atoms = int(model_cfg.num_atoms)
         v_min, v_max = float(model_cfg.v_min), float(model_cfg.v_max)
-        if self._num_atoms < 2 or not v_min < v_max:
-            raise ValueError(f"C51 needs num_atoms >= 2 and v_min < v_max, got {self._num_atoms} atoms in "
+        if num_atoms < 2 or not v_min < v_max:
+            raise ValueError(f"C51 needs num_atoms >= 2 and v_min < v_max, got {num_atoms} atoms in "
                              f"[{v_min}, {v_max}]")
-        super().__init__(cfg, model, seed)
-        self.support = torch.linspace(v_min, v_max, self._num_atoms, device=self._device)
-
-    @property
-    def n_outputs(self) -> int:
-        return self._num_atoms
+        super().__init__(cfg, num_atoms, model, seed)
+        self.support = torch.linspace(v_min, v_max, num_atoms, device=self._device)
 
     def q_values(self, output: torch.Tensor) -> torch.Tensor:
         """The distributions' means ``[N, A]`` from logits ``[N, A, num_atoms]``."""
         return (torch.softmax(output, dim=-1) * self.support).sum(dim=-1)
 
-    def loss(self, b: TransitionBatch) -> QLoss:
-        """:func:`c51_loss` to the projected target; the priority is the per-sample cross-entropy."""
+    def target(self, b: TransitionBatch) -> torch.Tensor:
+        """The bootstrap action's distribution at ``s'``, shifted by the return and projected
+        (:func:`categorical_projection`)."""
         next_probs = torch.softmax(self._bootstrap(b.next_obs), dim=-1)
-        target = categorical_projection(next_probs, b.reward, b.terminated, b.value_gamma, self.support)
-        logits = self.model(b.obs)
-        loss, cross_entropy = c51_loss(logits, b.action, target, b.weight)
-        return QLoss(loss, cross_entropy, self.q_values(logits.detach()))
+        return categorical_projection(next_probs, b.reward, b.terminated, b.value_gamma, self.support)
+
+    def distribution_loss(
+        self, outputs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:func:`c51_loss`: the cross-entropy per sample is the priority."""
+        return c51_loss(outputs, action, target, weight)

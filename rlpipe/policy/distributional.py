@@ -1,6 +1,7 @@
 """What C51 and QR-DQN share on top of the DQN family's frame: a network with ``N`` outputs
 per action (:class:`~rlpipe.model.heads.DistributionalQ`), the bootstrap action (double-Q or
-not), Adam's ``eps`` (``learn.adam_eps``), and noisy networks (``model.noisy``).
+not), the loss's wiring (a member gives the target and the loss to it), Adam's ``eps``
+(``learn.adam_eps``), and noisy networks (``model.noisy``).
 
 With noisy layers the noise is drawn anew for every update (online and target networks, from
 the ``learn`` stream) and for every collect step (from the ``collect`` stream), as in
@@ -18,8 +19,8 @@ from torch import nn
 
 from rlpipe.model.heads import DistributionalQ
 from rlpipe.model.noisy import has_noise, reset_noise
-from rlpipe.policy.frame import ArrayLike, Observation, model_shapes
-from rlpipe.policy.q_learning import ExplorationRng, QLearningPolicy
+from rlpipe.policy.frame import ArrayLike, Observation, TransitionBatch, model_shapes
+from rlpipe.policy.q_learning import ExplorationRng, QLearningPolicy, QLoss
 
 
 class NoisyStreams(ExplorationRng):
@@ -51,9 +52,15 @@ class DistributionalQPolicy(QLearningPolicy):
     Besides what :class:`~rlpipe.policy.q_learning.QLearningPolicy` reads, it reads
     ``learn.double_q``, ``learn.adam_eps`` (absent: Adam's default), ``model.dueling``,
     ``model.noisy`` and ``model.noisy_sigma0`` (absent: off).
+
+    A member gives :meth:`~rlpipe.policy.q_learning.QLearningPolicy.q_values`, the target of the
+    taken actions' outputs (:meth:`target`) and the loss to it (:meth:`distribution_loss`); the
+    frame's :meth:`loss` wires them to the online network.
     """
 
-    def __init__(self, cfg: Any, model: nn.Module | None = None, seed: int = 0) -> None:
+    def __init__(self, cfg: Any, n_outputs: int, model: nn.Module | None = None, seed: int = 0) -> None:
+        self.n_outputs = n_outputs
+        """Outputs per action: atoms (C51) or quantiles (QR-DQN)."""
         self._double_q = bool(cfg.learn.double_q)
         super().__init__(cfg, model, seed)
         adam_eps = getattr(cfg.learn, "adam_eps", None)
@@ -64,11 +71,6 @@ class DistributionalQPolicy(QLearningPolicy):
         if self._noisy:
             reset_noise(self.model, self._streams.collect)
             reset_noise(self.target_model, self._streams.learn)
-
-    @property
-    @abstractmethod
-    def n_outputs(self) -> int:
-        """Outputs per action: atoms (C51) or quantiles (QR-DQN)."""
 
     def _make_rng(self, seed: int) -> NoisyStreams:
         self._streams = NoisyStreams(seed, self._device)
@@ -86,6 +88,26 @@ class DistributionalQPolicy(QLearningPolicy):
             noisy=bool(getattr(model_cfg, "noisy", False)),
             sigma0=float(getattr(model_cfg, "noisy_sigma0", 0.5)),
         )
+
+    # ---- what a member defines --------------------------------------------------------
+    @abstractmethod
+    def target(self, b: TransitionBatch) -> torch.Tensor:
+        """The target ``[B, M]`` of the taken actions' outputs (no gradient), from :meth:`_bootstrap`."""
+
+    @abstractmethod
+    def distribution_loss(
+        self, outputs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss (scalar) of the online ``outputs`` ``[B, A, N]`` at ``action`` ``[B]`` to ``target``,
+        weighted by ``weight`` ``[B]`` (None: uniformly), and the loss per sample ``[B]`` (no gradient)."""
+
+    # ---- learning ------------------------------------------------------------------------
+    def loss(self, b: TransitionBatch) -> QLoss:
+        """:meth:`distribution_loss` to :meth:`target`; the priority is the per-sample loss."""
+        target = self.target(b)
+        outputs = self.model(b.obs)
+        loss, per_sample = self.distribution_loss(outputs, b.action, target, b.weight)
+        return QLoss(loss, per_sample, self.q_values(outputs.detach()))
 
     def _bootstrap(self, next_obs: Observation) -> torch.Tensor:
         """The target network's outputs ``[B, N]`` at the bootstrap action of ``next_obs``: the

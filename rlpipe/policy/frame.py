@@ -79,6 +79,16 @@ def observations_to(obs: ArrayLike | Mapping[str, ArrayLike], device: torch.devi
     return torch.as_tensor(obs, device=device)
 
 
+def per_sample(name: str, column: torch.Tensor, what: str = "one value per row") -> torch.Tensor:
+    """A learning batch's column ``name`` of one value per row as ``[B]``: it may come as ``[B]`` or as
+    DI-engine's ``[B, 1]``; any other shape is one line naming the field."""
+    if column.dim() == 2 and column.shape[1] == 1:
+        return column.squeeze(1)
+    if column.dim() != 1:
+        raise ValueError(f"batch field '{name}' must hold {what}, [B] or [B, 1]; got shape {tuple(column.shape)}")
+    return column
+
+
 def joined(first: Observation, second: Observation) -> Observation:
     """Two batches of observations as one (rows of ``first``, then of ``second``)."""
     if isinstance(first, dict):
@@ -172,23 +182,28 @@ class PolicyFrame(ABC, Generic[RngT]):
         return action
 
     def _learn_batch(self, batch: Mapping[str, Any]) -> TransitionBatch:
-        """A columnar batch as tensors; ``value_gamma`` falls back to ``gamma`` only for 1-step returns."""
+        """A columnar batch as tensors; ``value_gamma`` falls back to ``gamma`` only for 1-step returns.
 
-        def tensor(key: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-            return torch.as_tensor(batch[key], dtype=dtype, device=self._device)
+        The columns of one value per row (``reward``, ``terminated``, ``value_gamma``, ``weight``)
+        may be ``[B]`` or DI-engine's ``[B, 1]``; they become ``[B]``."""
+
+        def column(name: str, value: Any) -> torch.Tensor:
+            return per_sample(name, torch.as_tensor(value, dtype=torch.float32, device=self._device))
 
         if "value_gamma" in batch:
-            value_gamma: torch.Tensor | float = tensor("value_gamma")
+            value_gamma: torch.Tensor | float = column("value_gamma", batch["value_gamma"])
         elif self._nstep == 1:
             value_gamma = self._gamma
         else:
             raise ValueError(f"cfg.nstep is {self._nstep} but the batch has no 'value_gamma' column")
         return TransitionBatch(
-            self._observations(batch["obs"]), self._actions(tensor("action", self.action_dtype)), tensor("reward"),
+            self._observations(batch["obs"]),
+            self._actions(torch.as_tensor(batch["action"], dtype=self.action_dtype, device=self._device)),
+            column("reward", batch["reward"]),
             self._observations(batch["next_obs"]),
-            torch.as_tensor(terminated_of(batch, "a learning batch"), dtype=torch.float32, device=self._device),
+            column("terminated" if "terminated" in batch else "done", terminated_of(batch, "a learning batch")),
             value_gamma,
-            tensor("weight") if "weight" in batch else None,
+            column("weight", batch["weight"]) if "weight" in batch else None,
         )
 
     # ---- checkpointing ----------------------------------------------------------------

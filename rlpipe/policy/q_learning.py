@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlpipe.policy.frame import ArrayLike, PolicyFrame, TransitionBatch
+from rlpipe.policy.frame import ArrayLike, PolicyFrame, TransitionBatch, per_sample
 from rlpipe.policy.optim import initial_learning_rate, make_adam
 
 
@@ -120,12 +120,7 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
 
     def _actions(self, action: torch.Tensor) -> torch.Tensor:
         """Discrete actions ``[B]``; the seed's ``[B, 1]`` action columns are read as ``[B]``."""
-        if action.dim() == 2 and action.shape[1] == 1:
-            return action.squeeze(1)
-        if action.dim() != 1:
-            raise ValueError(f"batch field 'action' must hold one discrete action per row, [B] or [B, 1]; "
-                             f"got shape {tuple(action.shape)}")
-        return action
+        return per_sample("action", action, "one discrete action per row")
 
     def q_values(self, output: torch.Tensor) -> torch.Tensor:
         """The action values ``[N, A]`` in the network's ``output``; acting takes their argmax."""

@@ -20,7 +20,6 @@ from torch import nn
 
 from rlpipe.policy.distributional import DistributionalQPolicy
 from rlpipe.policy.frame import TransitionBatch
-from rlpipe.policy.q_learning import QLoss
 
 
 def quantile_huber_loss(
@@ -64,26 +63,25 @@ class QRDQNPolicy(DistributionalQPolicy):
     """
 
     def __init__(self, cfg: Any, model: nn.Module | None = None, seed: int = 0) -> None:
-        self._num_quantiles = int(cfg.model.num_quantiles)
+        num_quantiles = int(cfg.model.num_quantiles)
         self._kappa = float(cfg.learn.kappa)
-        if self._num_quantiles < 1 or self._kappa < 0:
-            raise ValueError(f"QR-DQN needs num_quantiles >= 1 and kappa >= 0, got {self._num_quantiles} and "
+        if num_quantiles < 1 or self._kappa < 0:
+            raise ValueError(f"QR-DQN needs num_quantiles >= 1 and kappa >= 0, got {num_quantiles} and "
                              f"{self._kappa}")
-        super().__init__(cfg, model, seed)
-
-    @property
-    def n_outputs(self) -> int:
-        return self._num_quantiles
+        super().__init__(cfg, num_quantiles, model, seed)
 
     def q_values(self, output: torch.Tensor) -> torch.Tensor:
         """The quantiles' means ``[N, A]`` from quantiles ``[N, A, num_quantiles]``."""
         return output.mean(dim=-1)
 
-    def loss(self, b: TransitionBatch) -> QLoss:
-        """:func:`quantile_huber_loss` to the bootstrapped quantiles; the priority is the per-sample loss."""
+    def target(self, b: TransitionBatch) -> torch.Tensor:
+        """The bootstrapped quantiles ``r + gamma^k * theta'`` (no bootstrap past a terminal state)."""
         discount = (b.value_gamma * (1.0 - b.terminated)).unsqueeze(-1)
-        target = b.reward.unsqueeze(-1) + discount * self._bootstrap(b.next_obs)
-        quantiles = self.model(b.obs)
-        theta = quantiles[torch.arange(quantiles.shape[0], device=quantiles.device), b.action]
-        loss, per_sample = quantile_huber_loss(theta, target, self._kappa, b.weight)
-        return QLoss(loss, per_sample, self.q_values(quantiles.detach()))
+        return b.reward.unsqueeze(-1) + discount * self._bootstrap(b.next_obs)
+
+    def distribution_loss(
+        self, outputs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:func:`quantile_huber_loss` of the taken actions' quantiles: the loss per sample is the priority."""
+        theta = outputs[torch.arange(outputs.shape[0], device=outputs.device), action]
+        return quantile_huber_loss(theta, target, self._kappa, weight)

@@ -64,3 +64,15 @@ def test_config_show_of_an_unknown_preset_is_one_line(capsys):
     assert main(["config", "show", "cartpole-dgn"]) == 2
     assert capsys.readouterr().err.strip() == (
         "rlpipe config: error: unknown preset 'cartpole-dgn' (did you mean 'cartpole-dqn'?)")
+
+
+def test_with_noisy_networks_no_epsilon_key_is_shown(capsys):
+    for preset in ("cartpole-c51", "cartpole-qrdqn"):
+        plain = {info.key for info in describe_config(load_config(preset))}
+        noisy = {info.key for info in describe_config(load_config(preset, ["policy.model.noisy=true"]))}
+        assert "policy.other.eps.decay" in plain  # epsilon-greedy by default
+        assert plain - noisy == {f"policy.other.eps.{key}" for key in ("type", "start", "end", "decay")}
+        assert noisy <= plain
+    assert main(["config", "show", "cartpole-c51", "policy.model.noisy=true"]) == 0
+    out = capsys.readouterr().out
+    assert "policy.model.noisy" in out and "policy.other.eps" not in out

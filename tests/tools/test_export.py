@@ -20,18 +20,21 @@ from tests.tiny_run import TINY_RUN
 ort = pytest.importorskip("onnxruntime")
 
 RUNS = {
-    "cartpole-dqn": [],
-    "cartpole-c51": [],  # the mean of its return distribution, with a dueling head
-    "cartpole-qrdqn": [],
-    "pendulum-sac": ["policy.random_collect_size=50", "policy.model.obs_norm=true"],  # normalisation in the graph
-    "pendulum-td3": ["policy.random_collect_size=50"],
+    "cartpole-dqn": ["cartpole-dqn"],
+    "cartpole-c51": ["cartpole-c51"],  # Q: the categoricals' means
+    "cartpole-c51-noisy-dueling": ["cartpole-c51", "policy.model.noisy=true", "policy.model.dueling=true"],
+    "cartpole-qrdqn": ["cartpole-qrdqn"],  # Q: the quantiles' means
+    "pendulum-sac": ["pendulum-sac", "policy.random_collect_size=50", "policy.model.obs_norm=true"],  # normalisation
+    "pendulum-td3": ["pendulum-td3", "policy.random_collect_size=50"],
 }
+"""Run name: the preset and its overrides."""
 
 
 @pytest.fixture(scope="module", params=sorted(RUNS))
 def run(request, tmp_path_factory) -> Path:
+    preset, *overrides = RUNS[request.param]
     run_dir = tmp_path_factory.mktemp("runs") / request.param
-    assert main(["train", request.param, *TINY_RUN, *RUNS[request.param], "--run-dir", str(run_dir)]) == 0
+    assert main(["train", preset, *TINY_RUN, *overrides, "--run-dir", str(run_dir)]) == 0
     return run_dir
 
 
