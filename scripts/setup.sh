@@ -2,7 +2,8 @@
 # Create .venv and install rlpipe into it. PyTorch is pinned first so that the project's
 # torch>=... range is already met: the CPU build by default (torch==X+cpu from PyTorch's CPU index,
 # https://download.pytorch.org/whl/cpu, after a wheel already on this machine through pip's
-# find-links: plain PyPI would bring the multi-GB CUDA build), or with the word `cuda` among the
+# find-links, torch alone: its dependencies come with rlpipe's; plain PyPI would bring the
+# multi-GB CUDA build), or with the word `cuda` among the
 # arguments a CUDA build from PyTorch's wheel index for the CUDA version in RLPIPE_CUDA
 # (default cu128: the index https://download.pytorch.org/whl/cu128; your driver must support it).
 # rlpipe is installed editable, so code changes need no reinstall: when pyproject.toml, the
@@ -43,7 +44,7 @@ echo "setup: creating .venv and installing torch ${torch_version} (${build}), th
 run python3 -m venv .venv
 run .venv/bin/python -m pip install --quiet --upgrade pip
 if [ "$build" = "cpu" ] && [ -z "$dry_run" ] \
-    && .venv/bin/python -m pip install --quiet --no-index "torch==${torch_version}+cpu" 2>/dev/null; then
+    && .venv/bin/python -m pip install --quiet --no-index --no-deps "torch==${torch_version}+cpu" 2>/dev/null; then
   echo "setup: torch ${torch_version}+cpu from a wheel on this machine"
 else
   run .venv/bin/python -m pip install --quiet "${torch_args[@]}"
