@@ -38,6 +38,11 @@ def stack_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def batch_nbytes(batch: Mapping[str, Any]) -> int:
+    """Bytes held by a batch's arrays (fields without ``nbytes`` count 0)."""
+    return sum(int(getattr(value, "nbytes", 0)) for value in batch.values())
+
+
 def num_rows(batch: Mapping[str, np.ndarray]) -> int:
     """Rows in a batch (the leading dimension of its first field)."""
     return len(next(iter(batch.values())))

@@ -17,7 +17,12 @@ from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.envs.protocol import VectorEnv
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.task import Role, role_gated
-from rlpipe.utils.batch import Batch, concat_batches, end_episodes_at_failed_steps, num_rows
+from rlpipe.utils.batch import Batch, batch_nbytes, concat_batches, end_episodes_at_failed_steps, num_rows
+
+WARM_UP_CHUNK_BYTES = 256 * 2**20
+"""Most bytes of transitions one warm-up collection of :class:`StepCollector` hands on (it stops
+at the first vector step past it): a long random warm-up (Atari's 100k env steps of frame
+stacks, 5.6 GB as ``obs`` and ``next_obs``) reaches the buffer in pieces, not all at once."""
 
 
 def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_collect_size: int) -> np.ndarray:
@@ -47,9 +52,11 @@ class StepCollector:
     Writes ``ctx.collect_episode_stats`` (:func:`_episode_figures`) and
     ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
-    ``random_collect_size`` env steps use uniformly random actions. With ``max_env_step`` a
-    collection stops at the first vector step that reaches it, so the run's env steps exceed
-    the cap by less than one vector step. The newest vector step is held until the next one
+    ``random_collect_size`` env steps use uniformly random actions; a collection during them
+    goes on to their end, or until it holds :data:`WARM_UP_CHUNK_BYTES` (the learners wait for
+    the end: :func:`~rlpipe.framework.middleware.functional.warm_up.warming_up`). With
+    ``max_env_step`` a collection stops at the first vector step that reaches it, so the run's
+    env steps exceed the cap by less than one vector step. The newest vector step is held until the next one
     shows whether its env failed (:class:`FailedStepFilter`), so the rows written lag the env
     steps counted by one vector step.
     """
@@ -66,17 +73,21 @@ class StepCollector:
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         vector_steps = self._vector_steps
-        if ctx.env_step < self._random_collect_size:
+        warm_up = ctx.env_step < self._random_collect_size
+        if warm_up:
             vector_steps = max(vector_steps, self._vector_steps_to(self._random_collect_size, ctx))
         if self._max_env_step is not None:
             vector_steps = min(vector_steps, self._vector_steps_to(self._max_env_step, ctx))
-        steps = []
-        for _ in range(vector_steps):
+        steps, held_bytes = [], 0
+        for done in range(1, vector_steps + 1):
             step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
             _count(ctx, step)
             ready = self._clean.add(step)
             if ready is not None:
                 steps.append(ready)
+                held_bytes += batch_nbytes(ready)
+            if warm_up and done >= self._vector_steps and held_bytes >= WARM_UP_CHUNK_BYTES:
+                break
         ctx.trajectories = concat_batches(steps) if steps else None
         ctx.collect_episode_stats = _episode_figures(self._env)
 

@@ -7,8 +7,10 @@ import numpy as np
 from rlpipe.envs import RecreateOnError, VectorEnvManager
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import EpisodeCollector, StepCollector
+from rlpipe.framework.middleware import collector as collector_module
+from rlpipe.utils.batch import batch_nbytes, concat_batches
 
-from .conftest import ConstantActor, FailsOnce
+from .conftest import ConstantActor, FailsOnce, env_factory
 
 
 def cfg(n_sample=None, n_episode=None):
@@ -43,6 +45,31 @@ def test_step_collector_random_phase_reaches_random_collect_size(cartpole_env):
     assert ctx.env_step == 21 and actor.kwargs == []
     collector(ctx)
     assert ctx.env_step == 24 and len(actor.kwargs) == 1
+
+
+def test_a_long_warm_up_is_handed_on_in_pieces_of_bounded_size(monkeypatch):
+    """Each warm-up collection stops once it holds WARM_UP_CHUNK_BYTES; the pieces together are
+    the transitions one collection of the whole warm-up gives (same env seed)."""
+    def collect_warm_up(chunk_bytes):
+        monkeypatch.setattr(collector_module, "WARM_UP_CHUNK_BYTES", chunk_bytes)
+        env = VectorEnvManager(env_factory("CartPole-v1"), num_envs=3, seed=0)
+        collector = StepCollector(cfg(n_sample=3), ConstantActor(), env, random_collect_size=60)
+        ctx, pieces = OnlineRLContext(), []
+        while ctx.env_step < 60:
+            collector(ctx)
+            pieces.append(ctx.trajectories)
+        env.close()
+        return pieces
+
+    whole = collect_warm_up(2**40)
+    step_bytes = batch_nbytes({key: value[:3] for key, value in whole[0].items()})  # one vector step
+    pieces = collect_warm_up(4 * step_bytes)
+    assert len(whole) == 1 and len(pieces) == 5  # 20 vector steps, the first piece one short (the held step)
+    assert all(batch_nbytes(piece) == 4 * step_bytes for piece in pieces[:-1])
+    joined = concat_batches(pieces)
+    assert joined.keys() == whole[0].keys()
+    for key in joined:
+        np.testing.assert_array_equal(joined[key], whole[0][key])
 
 
 def test_step_collector_stops_at_the_first_vector_step_that_reaches_max_env_step(cartpole_env):

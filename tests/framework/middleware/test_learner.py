@@ -13,9 +13,9 @@ from rlpipe.utils.metrics import MetricsWriter, read_metrics
 from .conftest import RecordingLearner
 
 
-def make_cfg(update_per_collect=3, batch_size=4, priority=False):
+def make_cfg(update_per_collect=3, batch_size=4, priority=False, random_collect_size=0):
     return SimpleNamespace(seed=0, policy=SimpleNamespace(
-        priority=priority,
+        priority=priority, random_collect_size=random_collect_size,
         learn=SimpleNamespace(update_per_collect=update_per_collect, batch_size=batch_size),
         collect=SimpleNamespace(unroll_len=1),
     ))
@@ -50,6 +50,26 @@ def test_learner_stops_early_without_data():
     ctx = OnlineRLContext()
     learner(ctx)
     assert policy.batches == [] and ctx.train_output == [] and ctx.train_iter == 0
+
+
+def test_learners_wait_for_the_end_of_the_warm_up():
+    """A long warm-up reaches the buffer over several collections; nothing trains before its end."""
+    from rlpipe.reward_model import HerRewardModel
+
+    her = HerRewardModel(SimpleNamespace(her_strategy="future", her_replay_k=1, episode_size=2,
+                                         sample_per_episode=None))
+    for make in (lambda cfg, policy: OffPolicyLearner(cfg, policy, filled_buffer(10)),
+                 lambda cfg, policy: HERLearner(cfg, policy, filled_buffer(10), her)):
+        policy = RecordingLearner()
+        learner = make(make_cfg(random_collect_size=50), policy)
+        ctx = OnlineRLContext()
+        ctx.env_step = 49
+        learner(ctx)
+        assert policy.batches == [] and ctx.train_output == [] and ctx.train_iter == 0
+    learner = OffPolicyLearner(make_cfg(random_collect_size=50), policy, filled_buffer(10))
+    ctx.env_step = 50
+    learner(ctx)
+    assert len(policy.batches) == 3 and ctx.train_iter == 3
 
 
 def test_learner_trains_on_batch_returned_by_reward_model():
