@@ -42,14 +42,15 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
-from frames import ENVS, atari_steps  # benchmarks/frames.py: this script's folder is on the path
+from collector import timed_collection  # benchmarks/collector.py and frames.py: this script's folder is on the path
+from frames import ENVS, atari_steps
 
 from rlpipe.config import Config, load_config
 from rlpipe.data import DequeBuffer
 from rlpipe.envs.ale_vector import AleVectorEnv
 from rlpipe.envs.atari import FRAME_SKIP, FRAME_STACK, SCREEN_SIZE, AtariSettings, atari_game
 from rlpipe.framework import OnlineRLContext
-from rlpipe.framework.middleware import OffPolicyLearner, StepCollector
+from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.recipes.build import fill_model_shapes, make_buffer, make_policy
 from rlpipe.recipes.envs import make_vector_env
 
@@ -181,17 +182,8 @@ def bare_ale_loop(network: torch.nn.Module, settings: AtariSettings, vector_step
 
 def collector_rate(cfg: Config, policy, settings: AtariSettings, vector_steps: int) -> float:
     """Env steps/s of ``StepCollector`` over ``AleVectorEnv`` (training envs), greedy."""
-    env = AleVectorEnv(GAME, ENVS, 0, train=True, settings=settings)
-    collector = StepCollector(cfg, policy.collect_mode, env)
-    ctx = OnlineRLContext()
-    ctx.collect_kwargs["eps"] = 0.0
-    calls = max(1, vector_steps * ENVS // cfg.policy.collect.n_sample)
-    start = time.perf_counter()
-    for _ in range(calls):
-        collector(ctx)
-    elapsed = time.perf_counter() - start
-    env.close()
-    return ctx.env_step / elapsed
+    return timed_collection(cfg, policy, AleVectorEnv(GAME, ENVS, 0, train=True, settings=settings), 0.0,
+                            vector_steps)
 
 
 def frame_store_memory(transitions: int) -> dict[str, float]:

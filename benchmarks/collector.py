@@ -19,7 +19,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from rlpipe.config import load_config
-from rlpipe.envs import VectorEnvManager, env_factory
+from rlpipe.envs import VectorEnv, VectorEnvManager, env_factory
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import StepCollector
 from rlpipe.policy import DQNPolicy
@@ -50,19 +50,25 @@ def bare_loop(net: torch.nn.Module, vector_steps: int) -> float:
     return vector_steps * NUM_ENVS / elapsed
 
 
-def rlpipe_collector(policy: DQNPolicy, cfg, vector_steps: int) -> float:
-    """Env steps/s of ``StepCollector`` (n_sample = 96 per call, like the preset)."""
-    env = VectorEnvManager(env_factory("CartPole-v1"), NUM_ENVS, seed=0)
+def timed_collection(cfg, policy, env: VectorEnv, eps: float, vector_steps: int) -> float:
+    """Env steps/s of ``StepCollector`` over ``env`` (closed after) for about ``vector_steps``
+    vector steps, ``cfg.policy.collect.n_sample`` per call; also ``benchmarks/atari.py``'s."""
     collector = StepCollector(cfg, policy.collect_mode, env)
     ctx = OnlineRLContext()
-    ctx.collect_kwargs["eps"] = EPS
-    calls = max(1, vector_steps * NUM_ENVS // cfg.policy.collect.n_sample)
+    ctx.collect_kwargs["eps"] = eps
+    calls = max(1, vector_steps * env.num_envs // cfg.policy.collect.n_sample)
     start = time.perf_counter()
     for _ in range(calls):
         collector(ctx)
     elapsed = time.perf_counter() - start
     env.close()
     return ctx.env_step / elapsed
+
+
+def rlpipe_collector(policy: DQNPolicy, cfg, vector_steps: int) -> float:
+    """Env steps/s of ``StepCollector`` (n_sample = 96 per call, like the preset)."""
+    return timed_collection(cfg, policy, VectorEnvManager(env_factory("CartPole-v1"), NUM_ENVS, seed=0), EPS,
+                            vector_steps)
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""The README's "Using a trained agent", "Hooks" and "Your own environment" sections run as written."""
+"""The README's "Using a trained agent" and "Your own environment" sections, and docs/python-api.md's "Hooks",
+run as written."""
 from __future__ import annotations
 
 import json
@@ -11,14 +12,16 @@ from pathlib import Path
 
 from tests.tiny_run import TINY_RUN
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 
 
-def code_blocks(section: str, language: str) -> list[str]:
-    """The ``language`` code blocks of the README section headed ``### section``."""
-    text = README.read_text()
-    start = text.index(f"### {section}\n")
-    end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start + 4), len(text)) if i >= 0)
+def code_blocks(section: str, language: str, document: Path = README, level: str = "###") -> list[str]:
+    """The ``language`` code blocks of ``document``'s section headed ``{level} section``, up to the next heading."""
+    text = document.read_text()
+    start = text.index(f"{level} {section}\n")
+    end = min(i for i in (text.find("\n## ", start + len(level)), text.find("\n### ", start + len(level)), len(text))
+              if i >= 0)
     return re.findall(rf"```{language}\n(.*?)```", text[start:end], flags=re.S)
 
 
@@ -31,8 +34,8 @@ def test_using_a_trained_agent_runs_as_written(tmp_path, monkeypatch):
 
 def test_hooks_run_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (block,) = code_blocks("Hooks", "python")
-    exec(compile(block, "README: Hooks", "exec"), {})
+    (block,) = code_blocks("Hooks", "python", ROOT / "docs" / "python-api.md", level="##")
+    exec(compile(block, "docs/python-api.md: Hooks", "exec"), {})
     assert (tmp_path / "runs" / "hooked" / "ckpt" / "final.pth.tar").is_file()
 
 
