@@ -127,8 +127,10 @@ class Agent:
         return action
 
 
-def load(path: str | Path, allow_unsealed: bool = False) -> Agent:
-    """The agent of a run directory (its best checkpoint, else its final one) or of a checkpoint file.
+def load(path: str | Path, allow_unsealed: bool = False, device: str = "auto") -> Agent:
+    """The agent of a run directory (its best checkpoint, else its final one) or of a checkpoint file,
+    acting on ``device``: ``auto`` (the GPU when the run trained on one and one is here, else the
+    CPU), ``cpu`` or ``cuda``.
 
     A checkpoint written by ``rlpipe train`` carries its resolved config, so a lone
     ``.pth.tar`` is enough; older checkpoints fall back to the ``config.yaml`` of the run
@@ -151,4 +153,4 @@ def load(path: str | Path, allow_unsealed: bool = False) -> Agent:
         if not config_path.is_file():
             raise CheckpointError(f"checkpoint {checkpoint} holds no config and there is no {config_path}")
         cfg = load_config(config_path)
-    return Agent(cfg, load_policy(cfg, state, checkpoint))
+    return Agent(cfg, load_policy(cfg, state, checkpoint, device))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from rlpipe.config import Config, ConfigError, load_config
 from rlpipe.entry.video import record_episodes, video_writer
@@ -47,10 +48,26 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | Path | None = None) -> P
     return path
 
 
-def load_policy(cfg: Config, state: dict[str, Any], path: Path) -> Policy:
-    """The policy ``cfg`` describes with the weights of checkpoint ``state`` (read from ``path``);
-    one line when they do not fit (other network sizes or kinds), never torch's many-line report."""
-    policy = make_policy(cfg)
+DEVICES = ("auto", "cpu", "cuda")
+"""Where a loaded policy acts: ``auto`` on the GPU when its run trained there and one is here, else
+on the CPU (a run trained on a GPU loads on a laptop); ``cpu``; ``cuda`` (one line when there is none)."""
+
+
+def acting_config(cfg: Config, device: str) -> Config:
+    """``cfg`` with ``policy.cuda`` set for acting on ``device`` (one of :data:`DEVICES`)."""
+    if device not in DEVICES:
+        raise ValueError(f"device '{device}' is not one of {', '.join(DEVICES)}")
+    cuda = {"auto": cfg.policy.cuda and torch.cuda.is_available(), "cpu": False, "cuda": True}[device]
+    if cuda == cfg.policy.cuda:
+        return cfg
+    return cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"cuda": cuda})})
+
+
+def load_policy(cfg: Config, state: dict[str, Any], path: Path, device: str = "auto") -> Policy:
+    """The policy ``cfg`` describes with the weights of checkpoint ``state`` (read from ``path``),
+    on ``device`` (:data:`DEVICES`); one line when they do not fit (other network sizes or kinds),
+    never torch's many-line report."""
+    policy = make_policy(acting_config(cfg, device))
     try:
         policy.load_state_dict(state["policy"])
     except (RuntimeError, KeyError, ValueError, TypeError) as err:

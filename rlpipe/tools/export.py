@@ -189,7 +189,7 @@ def export_run(run: str | Path, out: str | Path, format: str = "onnx") -> Export
     one; or a checkpoint file) to ``out`` as ``format`` (``onnx`` or ``torchscript``)."""
     if format not in SAVERS:
         raise ExportError(f"unknown export format '{format}' (use {' or '.join(FORMATS)})")
-    agent = load(run)
+    agent = load(run, device="cpu")  # what q_values reads (C51's support) must sit with the CPU copy
     module = acting_network(agent).eval().requires_grad_(False)
     obs_shape = tuple(agent.observation_space.shape or ())
     # images keep their integer dtype: the graph's encoder scales them as in training

@@ -6,12 +6,15 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 import rlpipe
 from rlpipe.cli.main import main
-from rlpipe.config import load_config
+from rlpipe.config import ConfigError, load_config
 from rlpipe.entry.agent import Agent
+from rlpipe.entry.evaluate import load_policy
 from rlpipe.recipes.build import make_policy
+from rlpipe.utils.checkpoint import load_checkpoint
 
 COMMON = ["run.progress=false", "policy.collect.n_sample=32", "policy.learn.batch_size=16",
           "policy.eval.evaluator.eval_freq=20", "env.n_evaluator_episode=2", "env.evaluator_env_num=2",
@@ -63,6 +66,30 @@ def test_a_lone_checkpoint_is_enough(run, tmp_path):
     reference = rlpipe.load(run_dir / "ckpt" / "final.pth.tar")
     observation = agent.observation_space.sample()
     assert np.array_equal(agent.predict(observation), reference.predict(observation))
+
+
+def tensors(state: object) -> list[torch.Tensor]:
+    """The tensors in a nested state dict."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if isinstance(state, dict):
+        return [t for value in state.values() for t in tensors(value)]
+    return []
+
+
+def test_a_run_trained_on_a_gpu_acts_on_the_cpu_of_a_machine_without_one(run, monkeypatch):
+    _, run_dir = run
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    path = run_dir / "ckpt" / "final.pth.tar"
+    state = load_checkpoint(path)
+    cfg = load_config(state["config"])
+    trained_on_gpu = cfg.model_copy(update={"policy": cfg.policy.model_copy(update={"cuda": True})})
+    policy = load_policy(trained_on_gpu, state, path)  # device "auto"
+    assert {tensor.device.type for tensor in tensors(policy.state_dict())} == {"cpu"}
+    with pytest.raises(ConfigError, match=r"'policy.cuda' is true but torch .* sees no CUDA device"):
+        load_policy(trained_on_gpu, state, path, device="cuda")
+    with pytest.raises(ValueError, match=r"^device 'gpu' is not one of auto, cpu, cuda$"):
+        rlpipe.load(run_dir, device="gpu")
 
 
 def test_predict_names_a_wrong_observation_shape():
