@@ -18,6 +18,6 @@ def ray_collect_half(cfg: Config, policy: Policy) -> Iterator[Middleware]:
     with ray_session(cfg.distributed, cfg.distributed.collectors) as ray:
         collectors = RayCollectors(ray, cfg, policy)
         try:
-            yield fragment_receiver(collectors)
+            yield fragment_receiver(collectors, cfg.policy.random_collect_size)
         finally:
             collectors.close()

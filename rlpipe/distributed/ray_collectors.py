@@ -228,14 +228,18 @@ class RayCollectors:
         self._pings.clear()
 
 
-def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], Generator[None, None, None]]:
+def fragment_receiver(
+    collectors: RayCollectors, random_collect_size: int = 0
+) -> Callable[[OnlineRLContext], Generator[None, None, None]]:
     """Middleware in the collect half's place on the learner: one fragment per iteration into
     ``ctx.trajectories`` (so the replay ratio is the local run's; stacks of frames rebuilt
     when the collector sent each frame once), its env steps and episodes
     counted, the training-episode figures of all collectors (:func:`merge_episode_figures`) and
     the fragment's epsilon for the logs, and
-    ``ctx.distributed_stats``. After the iteration's learning (its code after ``yield``),
-    the collectors get new requests, and the weights just learned when they are due."""
+    ``ctx.distributed_stats``; ``ctx.warming_up`` until the run has ``random_collect_size`` env
+    steps (the collectors send a long random warm-up in pieces). After the iteration's learning
+    (its code after ``yield``), the collectors get new requests, and the weights just learned when
+    they are due."""
 
     latest_figures: dict[int, dict[str, float]] = {}  # each collector's newest episode figures
 
@@ -245,6 +249,7 @@ def fragment_receiver(collectors: RayCollectors) -> Callable[[OnlineRLContext], 
         ctx.trajectories = fragment.stacked_transitions()
         ctx.env_step += fragment.env_steps
         ctx.env_episode += fragment.env_episodes
+        ctx.warming_up = ctx.env_step < random_collect_size
         latest_figures[fragment.collector] = fragment.episode_stats
         ctx.collect_episode_stats = merge_episode_figures(latest_figures.values())
         if fragment.eps is not None:

@@ -76,6 +76,7 @@ class OnlineRLContext(Context):
     eval_output: Any = None
     reward_model_output: dict[str, float] | None = None
     collect_episode_stats: dict[str, float] | None = None
+    warming_up: bool = False
     distributed_stats: dict[str, float] | None = None
 
     _default_kept: ClassVar[tuple[str, ...]] = (

@@ -53,8 +53,8 @@ class StepCollector:
     ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
     ``random_collect_size`` env steps use uniformly random actions; a collection during them
-    goes on to their end, or until it holds :data:`WARM_UP_CHUNK_BYTES` (the learners wait for
-    the end: :func:`~rlpipe.framework.middleware.functional.warm_up.warming_up`). With
+    goes on to their end, or until it holds :data:`WARM_UP_CHUNK_BYTES`, and then sets
+    ``ctx.warming_up`` (the learners wait for the end). With
     ``max_env_step`` a collection stops at the first vector step that reaches it, so the run's
     env steps exceed the cap by less than one vector step. The newest vector step is held until the next one
     shows whether its env failed (:class:`FailedStepFilter`), so the rows written lag the env
@@ -90,6 +90,7 @@ class StepCollector:
                 break
         ctx.trajectories = concat_batches(steps) if steps else None
         ctx.collect_episode_stats = _episode_figures(self._env)
+        ctx.warming_up = ctx.env_step < self._random_collect_size
 
     def release(self, ctx: OnlineRLContext) -> None:
         """At the end of a run: hand on the held vector step as ``ctx.trajectories`` (None when

@@ -10,9 +10,9 @@ Three deliberate differences from the seed's implementation:
   one iteration trains and whoever else reads ``ctx.train_output``;
 * fetcher, estimator and trainer are called directly (:func:`call_middleware`), not through
   the module-level ``task``, so a learner works in any :class:`Task`, or in none;
-* a learner trains nothing until ``cfg.policy.random_collect_size`` env steps are collected
-  (:func:`warming_up`), as the seed's does by collecting them all in its first iteration:
-  here a long warm-up may take several (see :class:`~rlpipe.framework.middleware.StepCollector`).
+* a learner trains nothing in an iteration whose collector set ``ctx.warming_up``: the seed's
+  collector takes the whole random warm-up in its first iteration, a long one here takes several
+  (see :class:`~rlpipe.framework.middleware.StepCollector`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from rlpipe.framework.middleware.functional.data_processor import offpolicy_data
 from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.reward_estimator import reward_estimator
 from rlpipe.framework.middleware.functional.trainer import trainer
-from rlpipe.framework.middleware.functional.warm_up import warming_up
 from rlpipe.framework.task import Role, call_middleware, role_gated
 
 logger = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ class OffPolicyLearner:
         self._idle_watch = _IdleWatch(type(self).__name__)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
-        if warming_up(self.cfg, ctx):
+        if ctx.warming_up:
             ctx.train_output = []
             return
         _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer, self._reward_estimator)
@@ -128,7 +127,7 @@ class HERLearner:
         self._idle_watch = _IdleWatch(type(self).__name__)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
-        if warming_up(self.cfg, ctx):
+        if ctx.warming_up:
             ctx.train_output = []
             return
         _learn_rounds(ctx, self._update_per_collect, self._fetcher, self._trainer)

@@ -54,11 +54,13 @@ def test_a_long_warm_up_is_handed_on_in_pieces_of_bounded_size(monkeypatch):
         monkeypatch.setattr(collector_module, "WARM_UP_CHUNK_BYTES", chunk_bytes)
         env = VectorEnvManager(env_factory("CartPole-v1"), num_envs=3, seed=0)
         collector = StepCollector(cfg(n_sample=3), ConstantActor(), env, random_collect_size=60)
-        ctx, pieces = OnlineRLContext(), []
+        ctx, pieces, flags = OnlineRLContext(), [], []
         while ctx.env_step < 60:
             collector(ctx)
             pieces.append(ctx.trajectories)
+            flags.append(ctx.warming_up)
         env.close()
+        assert flags == [True] * (len(flags) - 1) + [False]  # the learners wait for the last piece
         return pieces
 
     whole = collect_warm_up(2**40)

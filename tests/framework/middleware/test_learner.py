@@ -52,8 +52,10 @@ def test_learner_stops_early_without_data():
     assert policy.batches == [] and ctx.train_output == [] and ctx.train_iter == 0
 
 
-def test_learners_wait_for_the_end_of_the_warm_up():
-    """A long warm-up reaches the buffer over several collections; nothing trains before its end."""
+def test_learners_wait_while_the_collector_says_the_warm_up_goes_on():
+    """A long warm-up reaches the buffer over several collections (``ctx.warming_up``); nothing
+    trains before its end. Without the flag a learner trains whatever ``ctx.env_step`` says, as the
+    seed's does (its users may drive it without rlpipe's collectors)."""
     from rlpipe.reward_model import HerRewardModel
 
     her = HerRewardModel(SimpleNamespace(her_strategy="future", her_replay_k=1, episode_size=2,
@@ -63,11 +65,11 @@ def test_learners_wait_for_the_end_of_the_warm_up():
         policy = RecordingLearner()
         learner = make(make_cfg(random_collect_size=50), policy)
         ctx = OnlineRLContext()
-        ctx.env_step = 49
+        ctx.warming_up = True
         learner(ctx)
         assert policy.batches == [] and ctx.train_output == [] and ctx.train_iter == 0
     learner = OffPolicyLearner(make_cfg(random_collect_size=50), policy, filled_buffer(10))
-    ctx.env_step = 50
+    ctx = OnlineRLContext()  # env_step 0 < random_collect_size, but no collector said so
     learner(ctx)
     assert len(policy.batches) == 3 and ctx.train_iter == 3
 
