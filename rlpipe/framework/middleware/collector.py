@@ -53,12 +53,12 @@ class StepCollector:
     ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
     ``random_collect_size`` env steps use uniformly random actions; a collection during them
-    goes on to their end, or until it holds :data:`WARM_UP_CHUNK_BYTES`, and then sets
-    ``ctx.warming_up`` (the learners wait for the end). With
-    ``max_env_step`` a collection stops at the first vector step that reaches it, so the run's
-    env steps exceed the cap by less than one vector step. The newest vector step is held until the next one
-    shows whether its env failed (:class:`FailedStepFilter`), so the rows written lag the env
-    steps counted by one vector step.
+    goes on to their end, or until it holds :data:`WARM_UP_CHUNK_BYTES` and then sets
+    ``ctx.warming_up`` (the learners wait for the end). With ``max_env_step`` a collection stops
+    at the first vector step that reaches it, so the run's env steps exceed the cap by less than
+    one vector step. The newest vector step is held until the next one shows whether its env
+    failed (:class:`FailedStepFilter`), so the rows written lag the env steps counted by one
+    vector step.
     """
 
     def __init__(

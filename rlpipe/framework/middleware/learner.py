@@ -1,7 +1,7 @@
 """Learner middleware: fetch, (estimate rewards,) train — ``update_per_collect`` times.
 
 Same signatures and context contract as the seed's ``OffPolicyLearner`` and ``HERLearner``.
-Three deliberate differences from the seed's implementation:
+Four deliberate differences from the seed's implementation:
 
 * a reward model may return a new batch instead of rewriting it in place; the learner
   trains on whichever it gets (see :func:`reward_estimator`);
