@@ -14,8 +14,8 @@ def reward_model_trainer(cfg: Any, reward_model: Any, buffer_: Buffer) -> Callab
     Each update is one ``reward_model.train(batch)`` on ``cfg.reward_model.batch_size``
     transitions sampled from ``buffer_`` (nothing while it holds fewer, or while
     ``ctx.warming_up``). Put it after ``data_pusher``, so the freshly collected transitions can be
-    drawn; its place relative to the learner does not matter, because the learner's estimate reads the model as it is.
-    Writes ``ctx.reward_model_output``: the model's ``last_metrics`` (intrinsic reward mean
+    drawn; its place relative to the learner does not matter, because the learner's estimate
+    reads the model as it is. Writes ``ctx.reward_model_output``: the model's ``last_metrics`` (intrinsic reward mean
     and std of the latest estimate, latest loss), which the logger records.
     """
     rounds, batch_size = int(cfg.reward_model.update_per_collect), int(cfg.reward_model.batch_size)
