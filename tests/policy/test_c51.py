@@ -90,16 +90,27 @@ def batch(value_gamma=None, size=6):
     return out
 
 
+N_STEP_GAMMAS = np.array([0.125, 0.5, 0.25, 0.125, 0.125, 0.5], dtype=np.float32)
+"""``value_gamma`` of a 3-step :func:`batch`: gamma 0.5, episodes cut short at different steps."""
+
+
+def bootstrap_outputs(policy, next_obs: torch.Tensor, double_q: bool, q_of) -> torch.Tensor:
+    """By hand: the target network's outputs ``[B, N]`` at the bootstrap action of ``next_obs``, the
+    greedy action by ``q_of(outputs)`` of the online network (double Q) or of the target network."""
+    with torch.no_grad():
+        chooser = policy.model if double_q else policy.target_model
+        next_action = q_of(chooser(next_obs)).argmax(dim=1)
+        return policy.target_model(next_obs)[torch.arange(len(next_obs)), next_action]
+
+
 @pytest.mark.parametrize("double_q", [True, False])
 def test_the_policy_learns_on_the_projected_n_step_target(double_q):
     torch.manual_seed(0)
     policy = C51Policy(c51_cfg(nstep=3, double_q=double_q))
-    b = batch(value_gamma=np.array([0.125, 0.5, 0.25, 0.125, 0.125, 0.5], dtype=np.float32))
+    b = batch(value_gamma=N_STEP_GAMMAS)
     t = {k: torch.as_tensor(v) for k, v in b.items()}
+    next_probs = torch.softmax(bootstrap_outputs(policy, t["next_obs"], double_q, policy.q_values), dim=-1)
     with torch.no_grad():
-        chooser = policy.model if double_q else policy.target_model
-        next_action = policy.q_values(chooser(t["next_obs"])).argmax(dim=1)
-        next_probs = torch.softmax(policy.target_model(t["next_obs"]), dim=-1)[torch.arange(6), next_action]
         target = categorical_projection(next_probs, t["reward"], t["terminated"], t["value_gamma"], policy.support)
         expected, per_sample = c51_loss(policy.model(t["obs"]), t["action"], target)
     out = policy.learn_mode.forward(b)

@@ -6,7 +6,7 @@ import torch
 
 from rlpipe.policy import QRDQNPolicy, quantile_huber_loss
 
-from .test_c51 import batch, c51_cfg
+from .test_c51 import N_STEP_GAMMAS, batch, bootstrap_outputs, c51_cfg
 
 # N = 2 quantiles at tau = [0.25, 0.75], theta = [0, 1]; M = 2 target samples [0.5, 3].
 # u_ij = target_j - theta_i: row 0 = [0.5, 3], row 1 = [-0.5, 2]; |tau_i - 1{u_ij < 0}|:
@@ -62,12 +62,10 @@ def qr_cfg(nstep=1, double_q=True):
 def test_the_policy_regresses_on_the_bootstrapped_n_step_quantiles(double_q):
     torch.manual_seed(0)
     policy = QRDQNPolicy(qr_cfg(nstep=3, double_q=double_q))
-    b = batch(value_gamma=np.array([0.125, 0.5, 0.25, 0.125, 0.125, 0.5], dtype=np.float32))
+    b = batch(value_gamma=N_STEP_GAMMAS)
     t = {k: torch.as_tensor(v) for k, v in b.items()}
+    next_theta = bootstrap_outputs(policy, t["next_obs"], double_q, lambda theta: theta.mean(dim=-1))
     with torch.no_grad():
-        chooser = policy.model if double_q else policy.target_model
-        next_action = chooser(t["next_obs"]).mean(dim=-1).argmax(dim=1)
-        next_theta = policy.target_model(t["next_obs"])[torch.arange(6), next_action]
         target = t["reward"][:, None] + (t["value_gamma"] * (1 - t["terminated"]))[:, None] * next_theta
         theta = policy.model(t["obs"])[torch.arange(6), t["action"]]
         expected, per_sample = quantile_huber_loss(theta, target, 1.0)
