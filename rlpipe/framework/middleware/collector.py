@@ -85,9 +85,10 @@ class StepCollector:
             ready = self._clean.add(step)
             if ready is not None:
                 steps.append(ready)
-                held_bytes += batch_nbytes(ready)
-            if warm_up and done >= self._vector_steps and held_bytes >= WARM_UP_CHUNK_BYTES:
-                break
+            if warm_up:  # only a warm-up collection is sized in bytes: ordinary ones pay nothing for it
+                held_bytes += batch_nbytes(ready) if ready is not None else 0
+                if done >= self._vector_steps and held_bytes >= WARM_UP_CHUNK_BYTES:
+                    break
         ctx.trajectories = concat_batches(steps) if steps else None
         ctx.collect_episode_stats = _episode_figures(self._env)
         ctx.warming_up = ctx.env_step < self._random_collect_size
