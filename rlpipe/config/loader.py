@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
@@ -109,10 +110,44 @@ def sb3_name_hint(name: str, data: Mapping[str, Any]) -> str:
     return " / ".join(f"'{key}'" for key in learning_rate_keys(policy_type))
 
 
+FAMILY_KEY = "games"
+"""A preset file named with ``{game}`` (``minatar-{game}-dqn.yaml``) is a family: one preset per
+entry ``game: Game`` of its top-level ``games`` mapping, with ``{game}`` and ``{Game}`` in its
+text replaced by the entry's key and value. Presets that differ only in the game share one file."""
+
+
+@functools.cache
+def _preset_sources() -> dict[str, tuple[str, tuple[str, str] | None]]:
+    """Each built-in preset's name -> its file's name and, for a family member, its ``(game, Game)``."""
+    sources: dict[str, tuple[str, tuple[str, str] | None]] = {}
+    for file in (resources.files("rlpipe.config") / "presets").iterdir():
+        if not file.name.endswith(".yaml"):
+            continue
+        stem = file.name[: -len(".yaml")]
+        if "{game}" not in stem:
+            sources[stem] = (file.name, None)
+            continue
+        games = _read_yaml(file.read_text(), f"preset family {file.name}").get(FAMILY_KEY)
+        if not isinstance(games, dict) or not games:
+            raise ConfigError(f"preset family {file.name}: needs a '{FAMILY_KEY}' mapping of game: Game")
+        for game, title in games.items():
+            sources[stem.replace("{game}", str(game))] = (file.name, (str(game), str(title)))
+    return sources
+
+
 def preset_names() -> list[str]:
-    """Names of the built-in presets."""
-    folder = resources.files("rlpipe.config") / "presets"
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    """Names of the built-in presets (a family's members each by name)."""
+    return sorted(_preset_sources())
+
+
+def _read_preset(name: str) -> dict[str, Any]:
+    file_name, game = _preset_sources()[name]
+    text = (resources.files("rlpipe.config") / "presets" / file_name).read_text()
+    if game is None:
+        return _read_yaml(text, f"preset {name}")
+    data = _read_yaml(text.replace("{game}", game[0]).replace("{Game}", game[1]), f"preset {name}")
+    del data[FAMILY_KEY]
+    return data
 
 
 def _read_yaml(text: str, origin: str, allow_empty: bool = False) -> dict[str, Any]:
@@ -133,9 +168,8 @@ def _load_source(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(source, Mapping):
         return _to_plain(source)
     text = str(source)
-    if text in preset_names():
-        preset = resources.files("rlpipe.config") / "presets" / f"{text}.yaml"
-        return _read_yaml(preset.read_text(), f"preset {text}")
+    if text in _preset_sources():
+        return _read_preset(text)
     path = Path(text)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():

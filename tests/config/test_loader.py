@@ -13,6 +13,32 @@ def test_every_preset_loads():
         assert isinstance(load_config(name), Config)
 
 
+def test_a_preset_family_gives_one_preset_per_game_with_its_name_and_env():
+    names = preset_names()
+    assert not [name for name in names if "{" in name]
+    for game, title in [("breakout", "Breakout"), ("spaceinvaders", "SpaceInvaders")]:
+        for algo in ("dqn", "rainbow"):
+            cfg = load_config(f"minatar-{game}-{algo}")
+            assert cfg.exp_name == f"minatar-{game}-{algo}"
+            assert cfg.env.env_id == f"MinAtar/{title}-v1"
+    assert load_config("minatar-asterix-rainbow").policy == load_config("minatar-freeway-rainbow").policy
+
+
+def test_a_preset_family_without_games_is_one_line(tmp_path, monkeypatch):
+    from rlpipe.config import loader
+
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "presets" / "toy-{game}-dqn.yaml").write_text("exp_name: toy-{game}-dqn\n")
+    monkeypatch.setattr(loader.resources, "files", lambda package: tmp_path)
+    loader._preset_sources.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"^preset family toy-\{game\}-dqn.yaml: needs a 'games' mapping"):
+            preset_names()
+    finally:
+        monkeypatch.undo()
+        loader._preset_sources.cache_clear()
+
+
 def test_overrides_are_parsed_as_yaml_values():
     cfg = load_config("cartpole-dqn", ["seed=3", "policy.learn.learning_rate=1e-4",
                                        "policy.model.encoder_hidden_size_list=[32, 16]", "run.progress=false"])
