@@ -116,11 +116,16 @@ entry ``game: Game`` of its top-level ``games`` mapping, with ``{game}`` and ``{
 text replaced by the entry's key and value. Presets that differ only in the game share one file."""
 
 
+def _presets_folder() -> Any:
+    """The folder of the built-in preset files, inside the installed package."""
+    return resources.files("rlpipe.config") / "presets"
+
+
 @functools.cache
 def _preset_sources() -> dict[str, tuple[str, tuple[str, str] | None]]:
     """Each built-in preset's name -> its file's name and, for a family member, its ``(game, Game)``."""
     sources: dict[str, tuple[str, tuple[str, str] | None]] = {}
-    for file in (resources.files("rlpipe.config") / "presets").iterdir():
+    for file in _presets_folder().iterdir():
         if not file.name.endswith(".yaml"):
             continue
         stem = file.name[: -len(".yaml")]
@@ -142,7 +147,7 @@ def preset_names() -> list[str]:
 
 def _read_preset(name: str) -> dict[str, Any]:
     file_name, game = _preset_sources()[name]
-    text = (resources.files("rlpipe.config") / "presets" / file_name).read_text()
+    text = (_presets_folder() / file_name).read_text()
     if game is None:
         return _read_yaml(text, f"preset {name}")
     data = _read_yaml(text.replace("{game}", game[0]).replace("{Game}", game[1]), f"preset {name}")
