@@ -125,18 +125,24 @@ def _presets_folder() -> Any:
 def _preset_sources() -> dict[str, tuple[str, tuple[str, str] | None]]:
     """Each built-in preset's name -> its file's name and, for a family member, its ``(game, Game)``."""
     sources: dict[str, tuple[str, tuple[str, str] | None]] = {}
-    for file in _presets_folder().iterdir():
+
+    def add(name: str, file_name: str, game: tuple[str, str] | None) -> None:
+        if name in sources:
+            raise ConfigError(f"preset '{name}' is defined twice: by {sources[name][0]} and by {file_name}")
+        sources[name] = (file_name, game)
+
+    for file in sorted(_presets_folder().iterdir(), key=lambda entry: entry.name):
         if not file.name.endswith(".yaml"):
             continue
         stem = file.name[: -len(".yaml")]
         if "{game}" not in stem:
-            sources[stem] = (file.name, None)
+            add(stem, file.name, None)
             continue
         games = _read_yaml(file.read_text(), f"preset family {file.name}").get(FAMILY_KEY)
         if not isinstance(games, dict) or not games:
             raise ConfigError(f"preset family {file.name}: needs a '{FAMILY_KEY}' mapping of game: Game")
         for game, title in games.items():
-            sources[stem.replace("{game}", str(game))] = (file.name, (str(game), str(title)))
+            add(stem.replace("{game}", str(game)), file.name, (str(game), str(title)))
     return sources
 
 

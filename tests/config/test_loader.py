@@ -24,19 +24,30 @@ def test_a_preset_family_gives_one_preset_per_game_with_its_name_and_env():
     assert load_config("minatar-asterix-rainbow").policy == load_config("minatar-freeway-rainbow").policy
 
 
-def test_a_preset_family_without_games_is_one_line(tmp_path, monkeypatch):
+@pytest.fixture
+def presets_folder(tmp_path, monkeypatch):
+    """An empty built-in presets folder, for preset files a test writes."""
     from rlpipe.config import loader
 
     (tmp_path / "presets").mkdir()
-    (tmp_path / "presets" / "toy-{game}-dqn.yaml").write_text("exp_name: toy-{game}-dqn\n")
     monkeypatch.setattr(loader.resources, "files", lambda package: tmp_path)
     loader._preset_sources.cache_clear()
-    try:
-        with pytest.raises(ConfigError, match=r"^preset family toy-\{game\}-dqn.yaml: needs a 'games' mapping"):
-            preset_names()
-    finally:
-        monkeypatch.undo()
-        loader._preset_sources.cache_clear()
+    yield tmp_path / "presets"
+    monkeypatch.undo()
+    loader._preset_sources.cache_clear()
+
+
+def test_a_preset_family_without_games_is_one_line(presets_folder):
+    (presets_folder / "toy-{game}-dqn.yaml").write_text("exp_name: toy-{game}-dqn\n")
+    with pytest.raises(ConfigError, match=r"^preset family toy-\{game\}-dqn.yaml: needs a 'games' mapping"):
+        preset_names()
+
+
+def test_a_family_member_named_as_a_preset_file_is_one_line(presets_folder):
+    (presets_folder / "toy-{game}-dqn.yaml").write_text("games: {pong: Pong, maze: Maze}\nexp_name: toy-{game}-dqn\n")
+    (presets_folder / "toy-maze-dqn.yaml").write_text("exp_name: toy-maze-dqn\n")
+    with pytest.raises(ConfigError, match=r"^preset 'toy-maze-dqn' is defined twice: by toy-maze-dqn.yaml and by toy-"):
+        preset_names()
 
 
 def test_overrides_are_parsed_as_yaml_values():
