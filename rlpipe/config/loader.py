@@ -115,6 +115,10 @@ FAMILY_KEY = "games"
 entry ``game: Game`` of its top-level ``games`` mapping, with ``{game}`` and ``{Game}`` in its
 text replaced by the entry's key and value. Presets that differ only in the game share one file."""
 
+GAME_OVERRIDES_KEY = "game_overrides"
+"""Optional in a family file: ``game: {dotted.key: value}``, applied to that game's preset only (the
+form of command-line overrides), for the few settings that must differ by game."""
+
 
 def _presets_folder() -> Any:
     """The folder of the built-in preset files, inside the installed package."""
@@ -138,12 +142,25 @@ def _preset_sources() -> dict[str, tuple[str, tuple[str, str] | None]]:
         if "{game}" not in stem:
             add(stem, file.name, None)
             continue
-        games = _read_yaml(file.read_text(), f"preset family {file.name}").get(FAMILY_KEY)
+        family = _read_yaml(file.read_text(), f"preset family {file.name}")
+        games = family.get(FAMILY_KEY)
         if not isinstance(games, dict) or not games:
             raise ConfigError(f"preset family {file.name}: needs a '{FAMILY_KEY}' mapping of game: Game")
+        _check_game_overrides(family.get(GAME_OVERRIDES_KEY, {}), games, file.name)
         for game, title in games.items():
             add(stem.replace("{game}", str(game)), file.name, (str(game), str(title)))
     return sources
+
+
+def _check_game_overrides(overrides: Any, games: dict[Any, Any], file_name: str) -> None:
+    """ConfigError unless ``overrides`` maps games of the family to mappings of dotted keys."""
+    if not isinstance(overrides, dict) or not all(isinstance(keys, dict) for keys in overrides.values()):
+        raise ConfigError(f"preset family {file_name}: '{GAME_OVERRIDES_KEY}' must map a game to "
+                          "{dotted.key: value}")
+    unknown = sorted(str(game) for game in overrides if game not in games)
+    if unknown:
+        raise ConfigError(f"preset family {file_name}: '{GAME_OVERRIDES_KEY}' names {', '.join(unknown)}, "
+                          f"not in '{FAMILY_KEY}'")
 
 
 def preset_names() -> list[str]:
@@ -158,6 +175,8 @@ def _read_preset(name: str) -> dict[str, Any]:
         return _read_yaml(text, f"preset {name}")
     data = _read_yaml(text.replace("{game}", game[0]).replace("{Game}", game[1]), f"preset {name}")
     del data[FAMILY_KEY]
+    for key, value in data.pop(GAME_OVERRIDES_KEY, {}).get(game[0], {}).items():
+        _set_dotted(data, key, value)
     return data
 
 

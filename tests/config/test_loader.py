@@ -21,7 +21,8 @@ def test_a_preset_family_gives_one_preset_per_game_with_its_name_and_env():
             cfg = load_config(f"minatar-{game}-{algo}")
             assert cfg.exp_name == f"minatar-{game}-{algo}"
             assert cfg.env.env_id == f"MinAtar/{title}-v1"
-    assert load_config("minatar-asterix-rainbow").policy == load_config("minatar-freeway-rainbow").policy
+    assert load_config("minatar-seaquest-rainbow").policy == load_config("minatar-freeway-rainbow").policy
+    assert (load_config("minatar-asterix-rainbow").policy.nstep, load_config("minatar-breakout-rainbow").policy.nstep) == (1, 3)
 
 
 @pytest.fixture
@@ -47,6 +48,23 @@ def test_a_family_member_named_as_a_preset_file_is_one_line(presets_folder):
     (presets_folder / "toy-{game}-dqn.yaml").write_text("games: {pong: Pong, maze: Maze}\nexp_name: toy-{game}-dqn\n")
     (presets_folder / "toy-maze-dqn.yaml").write_text("exp_name: toy-maze-dqn\n")
     with pytest.raises(ConfigError, match=r"^preset 'toy-maze-dqn' is defined twice: by toy-maze-dqn.yaml and by toy-"):
+        preset_names()
+
+
+def test_a_family_applies_its_game_overrides_to_that_game_only(presets_folder):
+    (presets_folder / "toy-{game}-dqn.yaml").write_text(
+        "games: {pong: Pong, maze: Maze}\ngame_overrides: {maze: {policy.nstep: 1}}\n"
+        "exp_name: toy-{game}-dqn\npolicy: {nstep: 3}\n"
+    )
+    assert load_config("toy-maze-dqn").policy.nstep == 1
+    assert load_config("toy-pong-dqn").policy.nstep == 3
+
+
+def test_game_overrides_for_a_game_outside_the_family_is_one_line(presets_folder):
+    (presets_folder / "toy-{game}-dqn.yaml").write_text(
+        "games: {pong: Pong}\ngame_overrides: {maze: {policy.nstep: 1}}\nexp_name: toy-{game}-dqn\n"
+    )
+    with pytest.raises(ConfigError, match=r"^preset family toy-\{game\}-dqn.yaml: 'game_overrides' names maze, not in"):
         preset_names()
 
 
