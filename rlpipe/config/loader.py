@@ -154,7 +154,9 @@ def _preset_sources() -> dict[str, tuple[str, tuple[str, str] | None]]:
 
 def _check_game_overrides(overrides: Any, games: dict[Any, Any], file_name: str) -> None:
     """ConfigError unless ``overrides`` maps games of the family to mappings of dotted keys."""
-    if not isinstance(overrides, dict) or not all(isinstance(keys, dict) for keys in overrides.values()):
+    if not isinstance(overrides, dict) or not all(
+        isinstance(keys, dict) and all(isinstance(key, str) for key in keys) for keys in overrides.values()
+    ):
         raise ConfigError(f"preset family {file_name}: '{GAME_OVERRIDES_KEY}' must map a game to "
                           "{dotted.key: value}")
     unknown = sorted(str(game) for game in overrides if game not in games)

@@ -69,6 +69,14 @@ def test_game_overrides_for_a_game_outside_the_family_is_one_line(presets_folder
         preset_names()
 
 
+def test_game_overrides_that_are_not_dotted_keys_is_one_line(presets_folder):
+    (presets_folder / "toy-{game}-dqn.yaml").write_text(
+        "games: {pong: Pong}\ngame_overrides: {pong: {1: 2}}\nexp_name: toy-{game}-dqn\n"
+    )
+    with pytest.raises(ConfigError, match=r"^preset family toy-\{game\}-dqn.yaml: 'game_overrides' must map a game"):
+        preset_names()
+
+
 def test_overrides_are_parsed_as_yaml_values():
     cfg = load_config("cartpole-dqn", ["seed=3", "policy.learn.learning_rate=1e-4",
                                        "policy.model.encoder_hidden_size_list=[32, 16]", "run.progress=false"])
