@@ -10,6 +10,9 @@ sides of each speed ratio are measured in alternating rounds and the best round 
   Adam and clipping), both with the Nature CNN over ``uint8 [4, 84, 84]`` stacks (float32), the
   settings of the ``pong-dqn`` preset (lr 1e-4, gamma 0.99, plain DQN targets), batch 32, and the
   same stored transitions. SB3's network gets rlpipe's initial weights: the same network.
+- ``update_bf16_sb3_ratio``: the same with rlpipe's updates in ``policy.learn.precision=bf16-mixed``
+  (bfloat16 convolutions and products; weights, Adam and the loss in float32) against SB3 in
+  float32, where the CPU has native bfloat16 arithmetic (else null, and one line says why).
 - ``collector_ratio``: env steps/s of ``StepCollector`` over ``AleVectorEnv`` (8 Pong games, the
   ``pong-dqn`` preset's settings, greedy actions) against a bare loop over ale-py's
   ``AtariVectorEnv`` with the same game settings and the same policy network
@@ -36,7 +39,9 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
@@ -53,6 +58,7 @@ from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.recipes.build import fill_model_shapes, make_buffer, make_policy
 from rlpipe.recipes.envs import make_vector_env
+from rlpipe.utils.precision import bf16_fallback_reason
 
 GAME = "ALE/Pong-v5"
 BATCH = 32
@@ -60,13 +66,13 @@ OBS_SPACE = gym.spaces.Box(0, 255, (FRAME_STACK, SCREEN_SIZE, SCREEN_SIZE), np.u
 N_ACTIONS = 6  # Pong's minimal action set
 
 
-def pong_config(buffer_size: int) -> Config:
+def pong_config(buffer_size: int, precision: str = "fp32") -> Config:
     """The ``pong-dqn`` preset with 8 ``ale_vector`` envs, a ``buffer_size`` buffer, one torch thread,
-    and its model shapes filled in."""
+    updates in ``precision``, and its model shapes filled in."""
     cfg = load_config("pong-dqn", [
         "env.backend=ale_vector", f"env.collector_env_num={ENVS}", "env.evaluator_env_num=1",
         f"policy.other.replay_buffer.replay_buffer_size={buffer_size}", f"policy.learn.batch_size={BATCH}",
-        "run.torch_threads=1",
+        "run.torch_threads=1", f"policy.learn.precision={precision}",
     ])
     with closing(make_vector_env(cfg, 1, 0)) as env:
         return fill_model_shapes(cfg, env)
@@ -120,12 +126,12 @@ def best_rate(measure, rounds: int) -> float:
     return max(measure() for _ in range(rounds))
 
 
-def update_rates(cfg: Config, policy, buffer: DequeBuffer, model, updates: int, rounds: int) -> tuple[float, float]:
-    """Updates/s of rlpipe's learner and of SB3's ``DQN.train``, best of ``rounds`` alternating rounds."""
-    learner = OffPolicyLearner(cfg, policy.learn_mode, buffer)
-    ctx = OnlineRLContext()
+def update_rates(learners: Mapping[str, OffPolicyLearner], model, updates: int, rounds: int) -> dict[str, float]:
+    """Updates/s of each of rlpipe's ``learners`` (by name) and of SB3's ``DQN.train`` (``sb3``), best of
+    ``rounds`` rounds in which each runs in turn."""
 
-    def ours() -> float:
+    def ours(learner: OffPolicyLearner) -> float:
+        ctx = OnlineRLContext()
         done, start = 0, time.perf_counter()
         while done < updates:
             learner(ctx)
@@ -137,9 +143,15 @@ def update_rates(cfg: Config, policy, buffer: DequeBuffer, model, updates: int, 
         model.train(gradient_steps=updates, batch_size=BATCH)
         return updates / (time.perf_counter() - start)
 
-    ours(), sb3()  # warm-up: first calls allocate
-    rates = [(ours(), sb3()) for _ in range(rounds)]
-    return max(r[0] for r in rates), max(r[1] for r in rates)
+    measures: dict[str, Callable[[], float]] = {name: partial(ours, learner) for name, learner in learners.items()}
+    measures["sb3"] = sb3
+    for measure in measures.values():  # warm-up: first calls allocate
+        measure()
+    best = dict.fromkeys(measures, 0.0)
+    for _ in range(rounds):
+        for name, measure in measures.items():
+            best[name] = max(best[name], measure())
+    return best
 
 
 def sample_rates(buffer: DequeBuffer, sb3_buffer, calls: int, rounds: int) -> tuple[float, float]:
@@ -223,10 +235,23 @@ def main() -> None:
     ours_sample, sb3_sample = sample_rates(buffer, model.replay_buffer, args.sample_calls, args.rounds)
     print(f"sample(32), full {args.buffer:,} buffer: rlpipe {1e6 / ours_sample:.0f} us, "
           f"SB3 {1e6 / sb3_sample:.0f} us ({ours_sample / sb3_sample:.2f}x, goal >= 1.5)")
-    ours_update, sb3_update = update_rates(cfg, policy, buffer, model, args.updates, args.rounds)
-    print(f"Nature CNN updates (batch 32): rlpipe {ours_update:.2f}/s, SB3 {sb3_update:.2f}/s "
-          f"({ours_update / sb3_update:.2f}x, goal >= 1.3)")
-    del model, buffer  # the collectors need no buffers
+    learners = {"fp32": OffPolicyLearner(cfg, policy.learn_mode, buffer)}
+    no_bf16 = bf16_fallback_reason(torch.device("cpu"))
+    if no_bf16 is None:
+        bf16_cfg = pong_config(args.buffer, "bf16-mixed")
+        torch.manual_seed(0)  # the same initial weights
+        learners["bf16"] = OffPolicyLearner(bf16_cfg, make_policy(bf16_cfg).learn_mode, buffer)
+    rates = update_rates(learners, model, args.updates, args.rounds)
+    sb3_update = rates["sb3"]
+    print(f"Nature CNN updates (batch 32): rlpipe {rates['fp32']:.2f}/s, SB3 {sb3_update:.2f}/s "
+          f"({rates['fp32'] / sb3_update:.2f}x, goal >= 1.3)")
+    bf16_ratio = None
+    if no_bf16 is None:
+        bf16_ratio = round(rates["bf16"] / sb3_update, 3)
+        print(f"  with bf16-mixed products: rlpipe {rates['bf16']:.2f}/s ({bf16_ratio:.2f}x SB3's float32)")
+    else:
+        print(f"  bf16-mixed not measured: {no_bf16}")
+    del model, buffer, learners  # the collectors need no buffers
 
     settings = AtariSettings(**cfg.env.atari.model_dump()) if cfg.env.atari is not None else AtariSettings()
     bare, ours_collect = 0.0, 0.0
@@ -236,8 +261,10 @@ def main() -> None:
     print(f"collection, 8 Pong envs, greedy: rlpipe {ours_collect:.0f} env steps/s, bare ale-py {bare:.0f} "
           f"({ours_collect / bare:.2f}x, goal >= 0.9)")
     print(json.dumps({
-        "update_sb3_ratio": round(ours_update / sb3_update, 3),
-        "rlpipe_updates_per_s": round(ours_update, 2), "sb3_updates_per_s": round(sb3_update, 2),
+        "update_sb3_ratio": round(rates["fp32"] / sb3_update, 3),
+        "rlpipe_updates_per_s": round(rates["fp32"], 2), "sb3_updates_per_s": round(sb3_update, 2),
+        "update_bf16_sb3_ratio": bf16_ratio,
+        "rlpipe_bf16_updates_per_s": round(rates["bf16"], 2) if "bf16" in rates else None,
         "collector_ratio": round(ours_collect / bare, 3),
         "collector_env_steps_per_s": round(ours_collect), "bare_ale_env_steps_per_s": round(bare),
         "sample_sb3_ratio": round(ours_sample / sb3_sample, 3),

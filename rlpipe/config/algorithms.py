@@ -76,6 +76,7 @@ deterministic action."""
 
 SHARED_KEYS = (
     "learn.batch_size", "learn.update_per_collect", "learn.replay_ratio", "learn.grad_clip", "learn.adam_betas",
+    "learn.precision",
     "model.obs_shape", "model.obs_dtype", "model.obs_high", "model.obs_categories", "model.action_shape",
     "model.encoder", "model.encoder_hidden_size_list",
     "collect.n_sample", "collect.n_episode", "collect.unroll_len",
@@ -183,7 +184,7 @@ _DISTRIBUTIONAL_LEARN = ("learning_rate", "double_q", "adam_eps")
 _DISTRIBUTIONAL_MODEL = ("dueling", "noisy", "noisy_sigma0")
 
 _SAC_LEARN = ("learning_rate_actor", "learning_rate_q", "learning_rate_alpha", "alpha", "auto_alpha",
-              "target_entropy", "precision")
+              "target_entropy")
 
 ALGORITHMS: Mapping[str, Algorithm] = {
     row.name: row
@@ -209,11 +210,11 @@ ALGORITHMS: Mapping[str, Algorithm] = {
         Algorithm(
             "td3", "rlpipe.policy.td3:TD3Policy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
             TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q", "actor_update_freq", "noise_sigma",
-                                      "noise_clip", "precision"), model=("obs_norm",),
+                                      "noise_clip"), model=("obs_norm",),
         ),
         Algorithm(
             "ddpg", "rlpipe.policy.td3:DDPGPolicy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
-            TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q", "precision"), model=("obs_norm",),
+            TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q"), model=("obs_norm",),
         ),
         Algorithm(
             "crossq", "rlpipe.policy.crossq:CrossQPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,

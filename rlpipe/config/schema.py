@@ -198,7 +198,7 @@ _LR_SCHEDULE = "; a number or a schedule over env steps, e.g. linear(3e-4, 1e-5)
 
 AdamBeta = Annotated[float, Field(ge=0, lt=1)]
 Precision = Literal["fp32", "bf16-mixed"]
-"""Values of ``policy.learn.precision`` (the actor-critic policies check seed configs against the same)."""
+"""Values of ``policy.learn.precision`` (the policies check seed configs against the same)."""
 
 
 class LearnConfig(_Strict):
@@ -240,9 +240,9 @@ class LearnConfig(_Strict):
     grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
     precision: Precision = Field(
         "fp32",
-        description="Arithmetic of the updates (sac, td3, ddpg, crossq): bf16-mixed runs the matrix products in "
-        "bfloat16 under torch.autocast (weights, optimizers and losses stay float32); about 2x faster "
-        "products where the CPU has bf16 instructions (AVX512-BF16, AMX) or on a GPU that has them.",
+        description="Arithmetic of the updates: bf16-mixed runs the matrix products and convolutions in "
+        "bfloat16 under torch.autocast (weights, optimizers, Q-values and losses stay float32); about 1.3-2x "
+        "faster products where the CPU has bf16 instructions (AVX512-BF16, AMX) or on a GPU that has them.",
     )
     adam_betas: tuple[AdamBeta, AdamBeta] = Field(
         (0.9, 0.999), description="Adam's (beta1, beta2), each in [0, 1); CrossQ's paper uses [0.5, 0.999]."

@@ -58,8 +58,10 @@ class DistributionalQ(nn.Module):
         """``obs`` ``[B, *obs_shape]`` in any dtype -> ``[B, A, N]``."""
         h = self.encoder(obs)
         shape = (h.shape[0], self.action_shape, self.n_outputs)
+        # .float(): under bfloat16 autocast (learn.precision) the outputs leave in float32 for the
+        # distributional losses; a no-op in float32.
         if not self.dueling:
-            return self.head(h).view(shape)
-        v = self.value_head(h).unsqueeze(1)
-        adv = self.advantage_head(h).view(shape)
+            return self.head(h).float().view(shape)
+        v = self.value_head(h).float().unsqueeze(1)
+        adv = self.advantage_head(h).float().view(shape)
         return v + adv - adv.mean(dim=1, keepdim=True)

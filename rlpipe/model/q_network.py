@@ -45,8 +45,10 @@ class DQN(nn.Module):
     def forward(self, obs: Any) -> torch.Tensor:
         """``obs`` ``[B, *obs_shape]`` in any dtype (a dict of them for a ``Dict`` space) -> ``q`` ``[B, A]``."""
         h = self.encoder(obs)
+        # .float(): under bfloat16 autocast (learn.precision) the values leave in float32, so that
+        # targets and TD errors keep their digits; a no-op in float32.
         if not self.dueling:
-            return self.head(h)
-        v = self.value_head(h)
-        adv = self.advantage_head(h)
+            return self.head(h).float()
+        v = self.value_head(h).float()
+        adv = self.advantage_head(h).float()
         return v + adv - adv.mean(dim=-1, keepdim=True)

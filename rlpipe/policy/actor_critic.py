@@ -3,24 +3,18 @@ averaging, critics frozen for the actor step, the policy's own generators, and
 :class:`ActorCriticPolicy`, the frame around each update rule (on :class:`~rlpipe.policy.frame.PolicyFrame`)."""
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlpipe.config.schema import Precision
 from rlpipe.policy.frame import ArrayLike, Observation, PolicyFrame, TransitionBatch, model_shapes
-from rlpipe.utils.precision import bf16_fallback_reason
 from rlpipe.utils.running_stats import RunningMeanStd
 
-logger = logging.getLogger(__name__)
-PRECISIONS: tuple[str, ...] = get_args(Precision)
-"""Values of ``learn.precision``."""
 OBS_NORM_CLIP = 5.0
 """With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
@@ -105,9 +99,8 @@ class ActorCriticPolicy(PolicyFrame[Generators]):
     """The frame of SAC, TD3, DDPG and CrossQ around their update rule.
 
     On top of :class:`~rlpipe.policy.frame.PolicyFrame` (device, counter, modes, batches, state
-    dicts) it reads ``learn.precision`` and ``model.obs_norm``, owns the two generators
-    (:class:`Generators`) and the observation statistics, and runs ``learn_mode`` under
-    bfloat16 autocast with ``precision: bf16-mixed``.
+    dicts, ``learn.precision``) it reads ``model.obs_norm`` and owns the two generators
+    (:class:`Generators`) and the observation statistics.
 
     Observation normalisation (``model.obs_norm``; absent means off). Every network sees
     observations normalised by running statistics of the observations of the learning
@@ -131,9 +124,6 @@ class ActorCriticPolicy(PolicyFrame[Generators]):
     def _make_rng(self, seed: int) -> Generators:
         return Generators(seed, self._device)
 
-    def _learn_function(self, learn_cfg: Any) -> Callable[[Mapping[str, ArrayLike]], dict[str, Any]]:
-        return self._learn_under_autocast if self._bf16_mixed(learn_cfg) else self._forward_learn
-
     def _obs(self, obs: ArrayLike) -> Observation:
         """Observations as the networks take them: on the device, normalised with ``obs_norm``."""
         return self._normalized(self._observations(obs))
@@ -154,26 +144,6 @@ class ActorCriticPolicy(PolicyFrame[Generators]):
         obs = b.obs.to(torch.float32)
         self._obs_stats.update(obs)
         return b._replace(obs=self._normalized(obs), next_obs=self._normalized(b.next_obs))
-
-    def _bf16_mixed(self, learn_cfg: Any) -> bool:
-        """Whether the updates run bfloat16 products: ``learn.precision`` (absent means fp32) asks for
-        them and the device has native bfloat16 arithmetic (:func:`bf16_fallback_reason`)."""
-        precision = getattr(learn_cfg, "precision", "fp32")
-        if precision not in PRECISIONS:
-            raise ValueError(f"cfg.learn.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-        if precision == "fp32":
-            return False
-        reason = bf16_fallback_reason(self._device)
-        if reason is not None:  # emulated bfloat16 is several times slower than float32, never faster
-            logger.warning("learn.precision=bf16-mixed falls back to fp32: %s", reason)
-            return False
-        return True
-
-    def _learn_under_autocast(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
-        """:meth:`_forward_learn` with the matrix products in bfloat16 (``torch.autocast``): the
-        parameters, their gradients, Adam's state and the losses' reductions stay float32."""
-        with torch.autocast(self._device.type, dtype=torch.bfloat16):
-            return self._forward_learn(batch)
 
     def state_dict(self) -> dict[str, Any]:
         """The frame's state (parts, update counter, both generators) and, with ``obs_norm``, the

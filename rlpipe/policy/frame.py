@@ -1,6 +1,7 @@
 """The frame every policy shares (the DQN family and the actor-critics): the device, the
-settings of every update (discount, n-step, gradient clipping, Adam's betas), the update
-counter, the random streams, the three modes, learning batches as tensors, and the state dicts.
+settings of every update (discount, n-step, gradient clipping, Adam's betas, the arithmetic
+of the products), the update counter, the random streams, the three modes, learning batches
+as tensors, and the state dicts.
 
 A family's frame (:class:`~rlpipe.policy.q_learning.QLearningPolicy`,
 :class:`~rlpipe.policy.actor_critic.ActorCriticPolicy`) derives from :class:`PolicyFrame`,
@@ -13,22 +14,29 @@ each network converts them to float (:mod:`rlpipe.model.encoders`).
 """
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, get_args
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
+from rlpipe.config.schema import Precision
 from rlpipe.model.encoders import model_observation_space
 from rlpipe.policy.base import PolicyMode
 from rlpipe.policy.optim import adam_betas_of
 from rlpipe.utils.batch import terminated_of
+from rlpipe.utils.precision import bf16_fallback_reason
+
+logger = logging.getLogger(__name__)
 
 ArrayLike = np.ndarray | torch.Tensor
 Observation = torch.Tensor | dict[str, torch.Tensor]
 """Observations on the policy's device, in the dtype they came in (a dict of them for dict observations)."""
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+"""Values of ``learn.precision``."""
 
 
 class TransitionBatch(NamedTuple):
@@ -101,12 +109,16 @@ def joined(first: Observation, second: Observation) -> Observation:
 class PolicyFrame(ABC, Generic[RngT]):
     """The frame of every policy around its update rule.
 
-    It reads ``cuda``, ``discount_factor``, ``nstep``, ``learn.grad_clip`` and
-    ``learn.adam_betas`` (absent: Adam's defaults), owns the device, the update counter and the
-    random streams (:meth:`_make_rng`), wires ``learn_mode``, ``collect_mode`` and
+    It reads ``cuda``, ``discount_factor``, ``nstep``, ``learn.grad_clip``,
+    ``learn.adam_betas`` (absent: Adam's defaults) and ``learn.precision`` (absent: fp32), owns
+    the device, the update counter and the random streams (:meth:`_make_rng`), wires
+    ``learn_mode`` (under bfloat16 autocast with ``precision: bf16-mixed``), ``collect_mode`` and
     ``eval_mode``, converts learning batches (:meth:`_learn_batch`) and moves observations to
     the device (:meth:`_observations`), and saves and restores everything named in
     :attr:`checkpointed` and :attr:`acting`.
+
+    Under bfloat16 autocast the networks' last layers hand back float32 (their heads cast), so
+    that targets, losses and priorities keep float32's digits.
     """
 
     acting: tuple[str, ...] = ()
@@ -143,8 +155,29 @@ class PolicyFrame(ABC, Generic[RngT]):
         """The policy's random streams, from ``seed`` (``self._device`` is set)."""
 
     def _learn_function(self, learn_cfg: Any) -> Callable[[Mapping[str, ArrayLike]], dict[str, Any]]:
-        """What ``learn_mode.forward`` calls: :meth:`_forward_learn` unless a family wraps it."""
-        return self._forward_learn
+        """What ``learn_mode.forward`` calls: :meth:`_forward_learn`, under bfloat16 autocast with
+        ``learn.precision: bf16-mixed``."""
+        return self._learn_under_autocast if self._bf16_mixed(learn_cfg) else self._forward_learn
+
+    def _bf16_mixed(self, learn_cfg: Any) -> bool:
+        """Whether the updates run bfloat16 products: ``learn.precision`` (absent means fp32) asks for
+        them and the device has native bfloat16 arithmetic (:func:`bf16_fallback_reason`)."""
+        precision = getattr(learn_cfg, "precision", "fp32")
+        if precision not in PRECISIONS:
+            raise ValueError(f"cfg.learn.precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision == "fp32":
+            return False
+        reason = bf16_fallback_reason(self._device)
+        if reason is not None:  # emulated bfloat16 is several times slower than float32, never faster
+            logger.warning("learn.precision=bf16-mixed falls back to fp32: %s", reason)
+            return False
+        return True
+
+    def _learn_under_autocast(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """:meth:`_forward_learn` with the matrix products in bfloat16 (``torch.autocast``): the
+        parameters, their gradients, the optimizers' state and the losses stay float32."""
+        with torch.autocast(self._device.type, dtype=torch.bfloat16):
+            return self._forward_learn(batch)
 
     @abstractmethod
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...

@@ -1,9 +1,10 @@
-"""``learn.precision=bf16-mixed``: the actor-critic updates with bfloat16 matrix products."""
+"""``learn.precision=bf16-mixed``: every policy's updates with bfloat16 matrix products."""
 import numpy as np
 import pytest
 import torch
 
-from rlpipe.policy import CrossQPolicy, DDPGPolicy, SACPolicy, TD3Policy
+from rlpipe.config import load_config
+from rlpipe.policy import C51Policy, CrossQPolicy, DDPGPolicy, DQNPolicy, QRDQNPolicy, SACPolicy, TD3Policy
 from rlpipe.utils import precision
 
 from . import test_crossq, test_sac, test_td3
@@ -56,6 +57,71 @@ def test_a_bf16_update_follows_the_fp32_one_and_keeps_float32_state(cls):
     tensors = [t for part in ("actor", "critic") for t in state[part].values() if t.is_floating_point()]
     tensors += [t for s in state["critic_optimizer"]["state"].values() for t in s.values() if t.is_floating_point()]
     assert tensors and all(t.dtype == torch.float32 for t in tensors)
+
+
+PIXELS = (4, 10, 10)
+"""MinAtar's observations: the DQN family's bfloat16 updates run through a convolution."""
+Q_FAMILY = {"dqn": DQNPolicy, "c51": C51Policy, "qrdqn": QRDQNPolicy}
+
+
+def build_q(kind: str, precision: str, **model):
+    """A dueling ``kind`` policy on MinAtar-sized images; the same initial weights for any precision."""
+    cfg = load_config({"policy": {
+        "type": kind, "discount_factor": 0.9,
+        "model": {"obs_shape": list(PIXELS), "obs_dtype": "uint8", "obs_high": 1, "action_shape": 3,
+                  "encoder": "minatar_cnn", "dueling": True, **model},
+        "learn": {"precision": precision, "learning_rate": 1e-3},
+    }}).policy
+    torch.manual_seed(0)
+    return Q_FAMILY[kind](cfg, seed=0)
+
+
+def pixel_batch(seed: int, size: int = 64) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "obs": rng.integers(0, 2, size=(size, *PIXELS), dtype=np.uint8),
+        "next_obs": rng.integers(0, 2, size=(size, *PIXELS), dtype=np.uint8),
+        "action": rng.integers(3, size=size),
+        "reward": rng.normal(size=size).astype(np.float32),
+        "terminated": (rng.random(size) < 0.2).astype(np.float32),
+    }
+
+
+@pytest.mark.parametrize(("kind", "model"), [("dqn", {}), ("c51", {"noisy": True}), ("qrdqn", {"num_quantiles": 16})])
+def test_a_bf16_q_update_follows_the_fp32_one_with_float32_values(kind, model):
+    fp32, bf16 = build_q(kind, "fp32", **model), build_q(kind, BF16, **model)
+    batch = pixel_batch(0)
+    out32, out16 = fp32.learn_mode.forward(batch), bf16.learn_mode.forward(batch)
+
+    assert out16["total_loss"] == pytest.approx(out32["total_loss"], rel=0.05)
+    assert out16["priority"].dtype == np.float32  # the heads hand back float32 under autocast
+    np.testing.assert_allclose(out16["priority"], out32["priority"], rtol=0.1, atol=0.02)
+    grads32 = [p.grad for p in fp32.model.parameters() if p.grad is not None]
+    grads16 = [p.grad for p in bf16.model.parameters() if p.grad is not None]
+    assert len(grads16) == len(grads32) > 0
+    assert cosine(grads32, grads16) > 0.99
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert bf16.model(torch.as_tensor(batch["obs"])).dtype == torch.float32
+    state = bf16.state_dict()
+    tensors = [t for part in ("model", "target_model") for t in state[part].values() if t.is_floating_point()]
+    tensors += [t for s in state["optimizer"]["state"].values() for t in s.values() if t.is_floating_point()]
+    assert tensors and all(t.dtype == torch.float32 for t in tensors)
+
+
+def test_dqn_learns_which_image_pays_in_bf16():
+    """A one-step bandit on images: action ``i`` pays 1 where channel ``i`` is lit, else 0."""
+    policy = build_q("dqn", BF16)
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        lit = rng.integers(3, size=64)
+        obs = np.zeros((64, *PIXELS), dtype=np.uint8)
+        obs[np.arange(64), lit] = 1
+        action = rng.integers(3, size=64)
+        policy.learn_mode.forward({"obs": obs, "next_obs": obs, "action": action,
+                                   "reward": (action == lit).astype(np.float32), "terminated": np.ones(64, np.float32)})
+    probe = np.zeros((3, *PIXELS), dtype=np.uint8)
+    probe[np.arange(3), np.arange(3)] = 1
+    np.testing.assert_array_equal(policy.eval_mode.forward(probe), [0, 1, 2])
 
 
 def test_sac_learns_the_best_action_of_a_one_step_reward_in_bf16():
