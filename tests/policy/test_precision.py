@@ -112,7 +112,7 @@ def test_dqn_learns_which_image_pays_in_bf16():
     """A one-step bandit on images: action ``i`` pays 1 where channel ``i`` is lit, else 0."""
     policy = build_q("dqn", BF16)
     rng = np.random.default_rng(0)
-    for _ in range(300):
+    for _ in range(150):  # seeds 0-4 of the data all had it right by 50 updates
         lit = rng.integers(3, size=64)
         obs = np.zeros((64, *PIXELS), dtype=np.uint8)
         obs[np.arange(64), lit] = 1
