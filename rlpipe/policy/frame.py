@@ -117,8 +117,8 @@ class PolicyFrame(ABC, Generic[RngT]):
     the device (:meth:`_observations`), and saves and restores everything named in
     :attr:`checkpointed` and :attr:`acting`.
 
-    Under bfloat16 autocast the networks' last layers hand back float32 (their heads cast), so
-    that targets, losses and priorities keep float32's digits.
+    Under bfloat16 autocast the Q-networks hand back float32 Q-values (their heads cast), so that
+    targets, losses and priorities keep float32's digits.
     """
 
     acting: tuple[str, ...] = ()
