@@ -54,6 +54,30 @@ def test_uint8_images_are_scaled_by_the_spaces_high(space, scale):
     assert obs.dtype == torch.uint8  # the caller's tensor is left alone
 
 
+def test_nature_cnn_learns_from_channels_last_batches_with_the_same_values_and_gradients():
+    """Only a CPU batch that records gradients goes channels-last (faster backward); acting keeps
+    the default layout (faster forward), and MinAtar's network never changes layout."""
+    torch.manual_seed(0)
+    nature, _ = make_encoder(ATARI, EncoderConfig())
+    obs = torch.randint(0, 256, (3, *ATARI.shape), dtype=torch.uint8)
+    learned = nature.prepare(obs)
+    assert learned.is_contiguous(memory_format=torch.channels_last) and not learned.is_contiguous()
+    with torch.no_grad():
+        assert nature.prepare(obs).is_contiguous()
+    torch.testing.assert_close(learned, obs.to(torch.float32) / 255, rtol=0, atol=0)
+    minatar, _ = make_encoder(MINATAR, EncoderConfig())
+    assert minatar.prepare(torch.ones(3, *MINATAR.shape, dtype=torch.uint8)).is_contiguous()
+
+    def gradients(channels_last: bool) -> list[torch.Tensor]:
+        nature.channels_last_backward = channels_last
+        nature.zero_grad()
+        nature(obs).square().mean().backward()
+        return [p.grad.clone() for p in nature.parameters()]
+
+    for layout, default in zip(gradients(True), gradients(False), strict=True):
+        torch.testing.assert_close(layout, default, rtol=1e-4, atol=1e-6)
+
+
 def test_float_images_pass_unscaled():
     encoder, _ = make_encoder(ATARI, EncoderConfig())
     obs = torch.rand(1, 4, 84, 84)
