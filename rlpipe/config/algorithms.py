@@ -181,7 +181,7 @@ class Algorithm:
 
 
 _DISTRIBUTIONAL_LEARN = ("learning_rate", "double_q", "adam_eps")
-_DISTRIBUTIONAL_MODEL = ("dueling", "noisy", "noisy_sigma0")
+_DISTRIBUTIONAL_MODEL = ("dueling", "noisy", "noisy_sigma0", "noisy_encoder")
 
 _SAC_LEARN = ("learning_rate_actor", "learning_rate_q", "learning_rate_alpha", "alpha", "auto_alpha",
               "target_entropy")

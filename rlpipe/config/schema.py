@@ -170,6 +170,10 @@ class ModelConfig(_Strict):
         False, description="Noisy (factorised Gaussian) head layers, which replace epsilon-greedy (c51, qrdqn)."
     )
     noisy_sigma0: float = Field(0.5, ge=0, description="Initial noise scale sigma0 of the noisy layers (c51, qrdqn).")
+    noisy_encoder: bool = Field(
+        False, description="With noisy: the encoder's fully connected layers are noisy too (the Nature CNN's "
+        "512-unit layer, the MLP's hidden layers), as in Rainbow and DER (c51, qrdqn).",
+    )
     obs_norm: bool = Field(
         False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg, crossq)."
     )
@@ -564,6 +568,8 @@ class Config(_Strict):
                 f"policy.other.replay_buffer.replay_buffer_size ({policy.other.replay_buffer.replay_buffer_size}) "
                 f"is smaller than policy.learn.batch_size ({policy.learn.batch_size}): training could never start"
             )
+        if policy.model.noisy_encoder and not policy.model.noisy:
+            raise ValueError("policy.model.noisy_encoder needs policy.model.noisy=true (the head's noisy layers)")
         if policy.collect.unroll_len > 1:
             raise ValueError(
                 f"policy.collect.unroll_len > 1 needs a sequence policy; '{policy.type}' trains on single steps"

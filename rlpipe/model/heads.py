@@ -10,7 +10,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlpipe.model.encoders import EncoderConfig, ObsShape, check_sizes, make_encoder, observation_space
-from rlpipe.model.noisy import NoisyLinear
+from rlpipe.model.noisy import NoisyLinear, make_linears_noisy
 
 
 def _linear(in_features: int, out_features: int, noisy: bool, sigma0: float) -> nn.Module:
@@ -24,7 +24,9 @@ class DistributionalQ(nn.Module):
     With ``dueling`` a value stream ``v`` ``[B, 1, N]`` and an advantage stream ``adv``
     ``[B, A, N]`` combine per output as ``v + adv - mean_a(adv)`` (Rainbow's dueling head for
     distributions, on the logits for C51). With ``noisy`` the head's layers are
-    :class:`~rlpipe.model.noisy.NoisyLinear` with ``sigma0``; the encoder stays deterministic.
+    :class:`~rlpipe.model.noisy.NoisyLinear` with ``sigma0``; with ``noisy_encoder`` too the
+    encoder's fully connected layers are (the Nature CNN's 512-unit layer, as in Rainbow and DER),
+    else the encoder stays deterministic.
     """
 
     def __init__(
@@ -37,9 +39,12 @@ class DistributionalQ(nn.Module):
         encoder: str = "auto",
         noisy: bool = False,
         sigma0: float = 0.5,
+        noisy_encoder: bool = False,
     ) -> None:
         super().__init__()
         check_sizes(obs_shape, action_shape)
+        if noisy_encoder and not noisy:
+            raise ValueError("a noisy encoder (noisy_encoder) needs noisy layers (noisy=True)")
         if n_outputs < 1:
             raise ValueError(f"a distributional head needs at least one output per action, got {n_outputs}")
         self.action_shape = int(action_shape)
@@ -48,6 +53,8 @@ class DistributionalQ(nn.Module):
         self.encoder, n_features = make_encoder(
             observation_space(obs_shape), EncoderConfig(encoder_hidden_size_list, encoder)
         )
+        if noisy_encoder:
+            make_linears_noisy(self.encoder, sigma0)
         if dueling:
             self.value_head = _linear(n_features, self.n_outputs, noisy, sigma0)
             self.advantage_head = _linear(n_features, self.action_shape * self.n_outputs, noisy, sigma0)

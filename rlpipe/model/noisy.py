@@ -83,3 +83,17 @@ def reset_noise(module: nn.Module, generator: torch.Generator | None = None) -> 
 def has_noise(module: nn.Module) -> bool:
     """Whether ``module`` holds any :class:`NoisyLinear`."""
     return any(isinstance(layer, NoisyLinear) for layer in module.modules())
+
+
+def make_linears_noisy(module: nn.Module, sigma0: float) -> int:
+    """Replace every ``nn.Linear`` inside ``module`` by a freshly initialised :class:`NoisyLinear` of
+    the same shape; the number replaced. Rainbow and DER make every fully connected layer after the
+    convolutions noisy, the encoder's included (``policy.model.noisy_encoder``)."""
+    replaced = 0
+    for name, child in module.named_children():
+        if isinstance(child, nn.Linear):
+            setattr(module, name, NoisyLinear(child.in_features, child.out_features, sigma0))
+            replaced += 1
+        else:
+            replaced += make_linears_noisy(child, sigma0)
+    return replaced

@@ -51,7 +51,7 @@ class DistributionalQPolicy(QLearningPolicy):
 
     Besides what :class:`~rlpipe.policy.q_learning.QLearningPolicy` reads, it reads
     ``learn.double_q``, ``learn.adam_eps`` (absent: Adam's default), ``model.dueling``,
-    ``model.noisy`` and ``model.noisy_sigma0`` (absent: off).
+    ``model.noisy``, ``model.noisy_sigma0`` and ``model.noisy_encoder`` (absent: off).
 
     A member gives :meth:`~rlpipe.policy.q_learning.QLearningPolicy.q_values`, the target of the
     taken actions' outputs (:meth:`target`) and the loss to it (:meth:`distribution_loss`); the
@@ -87,6 +87,7 @@ class DistributionalQPolicy(QLearningPolicy):
             encoder=getattr(model_cfg, "encoder", "auto"),
             noisy=bool(getattr(model_cfg, "noisy", False)),
             sigma0=float(getattr(model_cfg, "noisy_sigma0", 0.5)),
+            noisy_encoder=bool(getattr(model_cfg, "noisy_encoder", False)),
         )
 
     # ---- what a member defines --------------------------------------------------------

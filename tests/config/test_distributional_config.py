@@ -40,6 +40,7 @@ def test_epsilon_keys_with_noisy_networks_are_a_one_line_error():
                                                "'qrdqn': remove it (it is read by c51)"),
     ("cartpole-c51", "policy.model.v_min=200", "config key 'policy.model.v_min' (200.0) must be below "
                                                "policy.model.v_max (100.0)"),
+    ("cartpole-c51", "policy.model.noisy_encoder=true", "policy.model.noisy_encoder needs policy.model.noisy=true"),
 ])
 def test_keys_of_the_other_algorithms_are_refused_in_one_line(preset, override, message):
     with pytest.raises(ConfigError) as err:

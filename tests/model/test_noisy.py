@@ -2,9 +2,13 @@
 the noise changes, and its noise-free eval mode."""
 import math
 
+import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
+from torch import nn
 
+from rlpipe.model import DistributionalQ
 from rlpipe.model.noisy import NoisyLinear, has_noise, reset_noise
 
 
@@ -85,3 +89,32 @@ def test_noise_stays_out_of_the_state_dict_and_a_seeded_draw_repeats():
 def test_a_negative_sigma0_is_refused():
     with pytest.raises(ValueError, match="noisy_sigma0"):
         NoisyLinear(3, 2, sigma0=-0.1)
+
+
+def test_a_noisy_encoder_makes_the_nature_cnns_512_unit_layer_noisy_as_rainbow_does():
+    """``noisy_encoder``: every fully connected layer after the convolutions is noisy (the encoder's
+    512-unit layer and both dueling heads); the convolutions stay deterministic, eval mode is the
+    means' network, and the encoder alone without noisy heads is refused."""
+    atari = spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    torch.manual_seed(0)
+    net = DistributionalQ(atari, 6, 51, dueling=True, noisy=True, sigma0=0.1, noisy_encoder=True)
+    noisy = [m for m in net.modules() if isinstance(m, NoisyLinear)]
+    assert [(m.in_features, m.out_features) for m in noisy] == [(3136, 512), (512, 51), (512, 306)]
+    assert not any(isinstance(m, nn.Linear) for m in net.modules())
+    assert noisy[0].weight_sigma[0, 0].item() == pytest.approx(0.1 / math.sqrt(3136))
+
+    obs = torch.randint(0, 256, (2, *atari.shape), dtype=torch.uint8)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        reset_noise(net, generator)
+        first = net(obs)
+        reset_noise(net, generator)
+        assert not torch.allclose(net(obs), first)
+        net.eval()
+        means = net(obs)
+        reset_noise(net, generator)
+        torch.testing.assert_close(net(obs), means, rtol=0, atol=0)
+    head_only = DistributionalQ(atari, 6, 51, dueling=True, noisy=True)
+    assert sum(isinstance(m, NoisyLinear) for m in head_only.modules()) == 2
+    with pytest.raises(ValueError, match=r"noisy_encoder\) needs noisy layers"):
+        DistributionalQ(atari, 6, 51, noisy_encoder=True)
