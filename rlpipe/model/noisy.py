@@ -85,15 +85,12 @@ def has_noise(module: nn.Module) -> bool:
     return any(isinstance(layer, NoisyLinear) for layer in module.modules())
 
 
-def make_linears_noisy(module: nn.Module, sigma0: float) -> int:
+def make_linears_noisy(module: nn.Module, sigma0: float) -> None:
     """Replace every ``nn.Linear`` inside ``module`` by a freshly initialised :class:`NoisyLinear` of
-    the same shape; the number replaced. Rainbow and DER make every fully connected layer after the
-    convolutions noisy, the encoder's included (``policy.model.noisy_encoder``)."""
-    replaced = 0
+    the same shape. Rainbow and DER make every fully connected layer after the convolutions noisy,
+    the encoder's included (``policy.model.noisy_encoder``)."""
     for name, child in module.named_children():
         if isinstance(child, nn.Linear):
             setattr(module, name, NoisyLinear(child.in_features, child.out_features, sigma0))
-            replaced += 1
         else:
-            replaced += make_linears_noisy(child, sigma0)
-    return replaced
+            make_linears_noisy(child, sigma0)
