@@ -390,7 +390,14 @@ class PolicyConfig(_Strict):
     priority_IS_weight: bool = Field(False, description="Correct prioritised sampling with importance weights.")
     discount_factor: float = Field(0.99, gt=0, le=1, description="Discount gamma.")
     nstep: PositiveInt = Field(1, description="Steps of the n-step return.")
-    random_collect_size: int = Field(0, ge=0, description="Uniform-random env steps collected before training.")
+    random_collect_size: int = Field(
+        0, ge=0, description="Env steps collected before training, with uniformly random actions (see warm_up_actions)."
+    )
+    warm_up_actions: Literal["random", "policy"] = Field(
+        "random",
+        description="How the random_collect_size warm-up acts: uniformly random actions, or the collect policy "
+                    "(Dopamine's agents with noisy nets, whose exploration is the noise from the first step).",
+    )
     model: ModelConfig = Field(default_factory=ModelConfig)
     learn: LearnConfig = Field(default_factory=LearnConfig)
     collect: CollectConfig = Field(default_factory=CollectConfig)

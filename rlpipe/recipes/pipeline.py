@@ -54,7 +54,8 @@ def use_collect_half(
 
     An epsilon schedule for the algorithms that explore epsilon-greedily (dqn; the others sample
     their actions or add their own noise: the table in :mod:`rlpipe.config.algorithms`),
-    uniformly random actions for the first ``policy.random_collect_size`` env steps. With
+    a warm-up of ``policy.random_collect_size`` env steps before training (uniformly random
+    actions unless ``policy.warm_up_actions`` is ``policy``). With
     ``max_env_step`` (a local run's ``run.max_env_step``) collection stops at that count, within
     one vector step; a remote collector counts only its share of the run, so it takes none.
     """

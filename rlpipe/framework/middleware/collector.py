@@ -25,8 +25,15 @@ at the first vector step past it): a long random warm-up (Atari's 100k env steps
 stacks, 5.6 GB as ``obs`` and ``next_obs``) reaches the buffer in pieces, not all at once."""
 
 
-def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_collect_size: int) -> np.ndarray:
-    if ctx.env_step < random_collect_size:
+def random_action_steps(cfg: Any, random_collect_size: int) -> int:
+    """The env steps of the warm-up that act uniformly randomly: all ``random_collect_size`` of
+    them, or none with ``policy.warm_up_actions: policy`` (the collect policy acts from the first
+    step, as Dopamine's noisy-net agents do; the seed's configs have no such key)."""
+    return 0 if getattr(cfg.policy, "warm_up_actions", "random") == "policy" else random_collect_size
+
+
+def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_action_steps: int) -> np.ndarray:
+    if ctx.env_step < random_action_steps:
         return env.random_actions()
     return policy.forward(env.obs, **ctx.collect_kwargs)
 
@@ -52,7 +59,8 @@ class StepCollector:
     Writes ``ctx.collect_episode_stats`` (:func:`_episode_figures`) and
     ``ctx.trajectories``: one columnar batch, rows of one vector step contiguous and
     in time order, with ``env_id`` (None when there is nothing to hand on yet). The first
-    ``random_collect_size`` env steps use uniformly random actions; a collection during them
+    ``random_collect_size`` env steps are a warm-up with uniformly random actions (or the
+    policy's: :func:`random_action_steps`); a collection during them
     goes on to their end, or until it holds :data:`WARM_UP_CHUNK_BYTES` and then sets
     ``ctx.warming_up`` (the learners wait for the end). With ``max_env_step`` a collection stops
     at the first vector step that reaches it, so the run's env steps exceed the cap by less than
@@ -68,6 +76,7 @@ class StepCollector:
         self._env = env
         self._vector_steps = math.ceil(cfg.policy.collect.n_sample / env.num_envs)
         self._random_collect_size = random_collect_size
+        self._random_action_steps = random_action_steps(cfg, random_collect_size)
         self._max_env_step = max_env_step
         self._clean = FailedStepFilter()
 
@@ -80,7 +89,7 @@ class StepCollector:
             vector_steps = min(vector_steps, self._vector_steps_to(self._max_env_step, ctx))
         steps, held_bytes = [], 0
         for done in range(1, vector_steps + 1):
-            step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
+            step = self._env.step(_act(self._policy, self._env, ctx, self._random_action_steps))
             _count(ctx, step)
             ready = self._clean.add(step)
             if ready is not None:
@@ -126,6 +135,7 @@ class EpisodeCollector:
         if self._n_episode is None:
             raise ValueError("config key 'policy.collect.n_episode' must be set for an episode collector")
         self._random_collect_size = random_collect_size
+        self._random_action_steps = random_action_steps(cfg, random_collect_size)
         self._max_env_step = max_env_step
         self._history: list[Batch] = []  # vector steps since the oldest running episode began
         self._start = np.zeros(env.num_envs, dtype=np.int64)  # history index where each episode began
@@ -135,7 +145,7 @@ class EpisodeCollector:
         while (len(episodes) < self._n_episode or ctx.env_step < self._random_collect_size) and (
             self._max_env_step is None or ctx.env_step < self._max_env_step
         ):
-            step = self._env.step(_act(self._policy, self._env, ctx, self._random_collect_size))
+            step = self._env.step(_act(self._policy, self._env, ctx, self._random_action_steps))
             _count(ctx, step)
             self._history.append(step)
             now = len(self._history) - 1

@@ -13,8 +13,9 @@ from rlpipe.utils.batch import batch_nbytes, concat_batches
 from .conftest import ConstantActor, FailsOnce, env_factory
 
 
-def cfg(n_sample=None, n_episode=None):
-    return SimpleNamespace(policy=SimpleNamespace(collect=SimpleNamespace(n_sample=n_sample, n_episode=n_episode)))
+def cfg(n_sample=None, n_episode=None, **policy):
+    return SimpleNamespace(policy=SimpleNamespace(collect=SimpleNamespace(n_sample=n_sample, n_episode=n_episode),
+                                                  **policy))
 
 
 def test_step_collector_collects_whole_vector_steps_in_time_order(cartpole_env):
@@ -45,6 +46,26 @@ def test_step_collector_random_phase_reaches_random_collect_size(cartpole_env):
     assert ctx.env_step == 21 and actor.kwargs == []
     collector(ctx)
     assert ctx.env_step == 24 and len(actor.kwargs) == 1
+
+
+def test_a_warm_up_with_the_policys_actions_acts_with_it_and_still_holds_the_learners_back(cartpole_env):
+    """``policy.warm_up_actions: policy``: the same warm-up length, every action the policy's."""
+    actor = ConstantActor()
+    collector = StepCollector(cfg(n_sample=3, warm_up_actions="policy"), actor, cartpole_env, random_collect_size=20)
+    ctx = OnlineRLContext()
+    collector(ctx)
+    assert ctx.env_step == 21 and len(actor.kwargs) == 7 and not ctx.warming_up
+    assert np.all(ctx.trajectories["action"] == 0)  # the actor's action; random ones would differ
+
+
+def test_an_episode_collectors_warm_up_acts_as_the_config_says(cartpole_env):
+    calls, steps = {}, {}
+    for mode in ("random", "policy"):
+        actor, ctx = ConstantActor(), OnlineRLContext()
+        EpisodeCollector(cfg(n_episode=1, warm_up_actions=mode), actor, cartpole_env, random_collect_size=30)(ctx)
+        calls[mode], steps[mode] = len(actor.kwargs), ctx.env_step // 3
+    assert calls["policy"] == steps["policy"]  # every vector step
+    assert calls["random"] == steps["random"] - 10  # all but the warm-up's 10 vector steps of 3 envs
 
 
 def test_a_long_warm_up_is_handed_on_in_pieces_of_bounded_size(monkeypatch):
