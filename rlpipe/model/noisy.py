@@ -14,6 +14,13 @@ import math
 import torch
 from torch import nn
 
+FACTORED_MAX_ROWS = 64
+"""Batches below this many rows take :class:`NoisyLinear`'s factored path, which multiplies the input
+twice but never builds the noisy weight matrix. With one CPU thread, for the Nature CNN's noisy
+3136x512 layer, forward and backward: 6.4 against 8.5 ms at 32 rows, 3.7 against 5.3 ms at one
+(acting), but 39 against 25 ms at 256 rows; a forward pass without gradients at 32 rows: 2.2
+against 6.7 ms."""
+
 
 def _scaled(x: torch.Tensor) -> torch.Tensor:
     """``f(x) = sign(x) * sqrt(|x|)``, the paper's scaling of factorised noise."""
@@ -61,13 +68,20 @@ class NoisyLinear(nn.Module):
         return torch.outer(self.eps_out, self.eps_in), self.eps_out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` ``[..., in_features]`` -> ``[..., out_features]``; without noise in eval mode."""
+        """``x`` ``[..., in_features]`` -> ``[..., out_features]``; without noise in eval mode.
+
+        A batch of fewer than :data:`FACTORED_MAX_ROWS` rows never forms the noisy weight matrix:
+        ``(sigma_w * eps_out eps_in^T) x = eps_out * (sigma_w (eps_in * x))``, two products with
+        ``x`` instead of three passes over a weight-sized matrix (and more in the backward pass).
+        """
         if not self.training:
             return nn.functional.linear(x, self.weight_mu, self.bias_mu)
-        eps_w, eps_b = self.noise()
-        weight = self.weight_mu + self.weight_sigma * eps_w
-        bias = self.bias_mu + self.bias_sigma * eps_b
-        return nn.functional.linear(x, weight, bias)
+        bias = self.bias_mu + self.bias_sigma * self.eps_out
+        if x.numel() < FACTORED_MAX_ROWS * self.in_features:
+            noise = nn.functional.linear(x * self.eps_in, self.weight_sigma) * self.eps_out
+            return nn.functional.linear(x, self.weight_mu, bias) + noise
+        eps_w, _ = self.noise()
+        return nn.functional.linear(x, self.weight_mu + self.weight_sigma * eps_w, bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"

@@ -8,7 +8,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlpipe.model import DistributionalQ
+from rlpipe.model import DistributionalQ, noisy
 from rlpipe.model.noisy import NoisyLinear, has_noise, reset_noise
 
 
@@ -118,3 +118,20 @@ def test_a_noisy_encoder_makes_the_nature_cnns_512_unit_layer_noisy_as_rainbow_d
     assert sum(isinstance(m, NoisyLinear) for m in head_only.modules()) == 2
     with pytest.raises(ValueError, match=r"noisy_encoder\) needs noisy layers"):
         DistributionalQ(atari, 6, 51, noisy_encoder=True)
+
+
+@pytest.mark.parametrize("rows", [1, 7])
+def test_small_batches_factored_path_gives_the_weight_matrix_paths_values_and_gradients(rows, monkeypatch):
+    def values_and_gradients(max_rows):
+        monkeypatch.setattr(noisy, "FACTORED_MAX_ROWS", max_rows)
+        torch.manual_seed(0)
+        layer = NoisyLinear(6, 4, sigma0=0.5)
+        layer.reset_noise(torch.Generator().manual_seed(2))
+        x = torch.randn(rows, 6, requires_grad=True)
+        out = layer(x)
+        out.pow(2).sum().backward()
+        return [out, x.grad, *(p.grad for p in layer.parameters())]
+
+    factored, weight_matrix = values_and_gradients(64), values_and_gradients(0)
+    for a, b in zip(factored, weight_matrix, strict=True):
+        torch.testing.assert_close(a, b)
