@@ -462,6 +462,12 @@ class RunConfig(_Strict):
     torch_threads: PositiveInt = Field(
         1, description="Threads torch may use; small networks run fastest on one (no thread contention)."
     )
+    flush_denormal: bool = Field(
+        True,
+        description="Compute subnormal floats (below 1.2e-38) as zero on the CPU (torch.set_flush_denormal): "
+                    "Adam's moments of weights that stop getting gradients decay into that range, where "
+                    "x86 arithmetic is several times slower.",
+    )
     stop_on_solve: bool = Field(True, description="Stop once the mean evaluation return reaches env.stop_value.")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from rlpipe.config import Config
 from rlpipe.distributed.fragment import Fragment, pack_frames
 from rlpipe.framework import OnlineRLContext, Role, Task
-from rlpipe.recipes.build import make_policy, seed_everything, uses_frame_store
+from rlpipe.recipes.build import make_policy, prepare_torch, uses_frame_store
 from rlpipe.recipes.envs import make_vector_env
 from rlpipe.recipes.pipeline import use_collect_half
 
@@ -37,7 +37,7 @@ class CollectorHalf:
     def __init__(self, cfg: Config, index: int) -> None:
         self.index = index
         self._seed = cfg.seed + index * COLLECTOR_SEED_STRIDE
-        seed_everything(self._seed, torch_threads=1)  # one core per collector; the learner has its own
+        prepare_torch(self._seed, 1, cfg.run.flush_denormal)  # one core per collector; the learner has its own
         self._env = make_vector_env(cfg, cfg.env.collector_env_num, self._seed, train=True)
         self._pack_frames = uses_frame_store(cfg)
         self._policy = make_policy(cfg.model_copy(update={"seed": self._seed}))

@@ -37,9 +37,11 @@ from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
 
-def seed_everything(seed: int, torch_threads: int) -> None:
-    """Seed torch and numpy's global generators (environments are seeded at reset) and set torch's threads."""
+def prepare_torch(seed: int, torch_threads: int, flush_denormal: bool = True) -> None:
+    """Seed torch and numpy's global generators (environments are seeded at reset), set torch's
+    threads and whether the CPU computes subnormal floats as zero (``run.flush_denormal``)."""
     torch.set_num_threads(torch_threads)
+    torch.set_flush_denormal(flush_denormal)
     torch.manual_seed(seed)
     np.random.seed(seed)
 
@@ -340,12 +342,13 @@ class Parts:
 
 
 def build_parts(cfg: Config) -> Parts:
-    """Seed everything, then build environments, model sizes, HER relabelling, policy and buffer.
+    """Prepare torch (:func:`prepare_torch`), then build environments, model sizes, HER relabelling,
+    policy and buffer.
 
     The order is fixed (torch is seeded before the network is made), so one seed gives one
     run, from the command line or from a script.
     """
-    seed_everything(cfg.seed, cfg.run.torch_threads)
+    prepare_torch(cfg.seed, cfg.run.torch_threads, cfg.run.flush_denormal)
     collector_env, evaluator_env = make_envs(cfg)
     try:
         cfg = fill_model_shapes(cfg, evaluator_env)  # the same spaces as the collectors' envs
