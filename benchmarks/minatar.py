@@ -6,8 +6,9 @@ with the same network (the MinAtar CNN: one 3x3 conv of 16 channels, a 128-unit 
 Q head, torch's default initialisation) and settings: 4 envs stepped together and one update per
 env step, Adam lr 2.5e-4, batch 32, replay 100k, 5,000 random steps first, target copy every
 1,000 updates, epsilon 1 -> 0.1 over the first 100k env steps, plain DQN targets, Huber loss, no
-gradient clipping, gamma 0.99. Neither side evaluates or saves during training (rlpipe's final
-save of its checkpoint and buffer is counted in its time). Each run is timed from the start of
+gradient clipping, gamma 0.99. rlpipe computes subnormal floats as zero (``run.flush_denormal``, its
+default), SB3 as IEEE arithmetic does (its users' default). Neither side evaluates or saves during
+training (rlpipe's final save of its checkpoint and buffer is counted in its time). Each run is timed from the start of
 training to its end, on one torch thread, and the two libraries alternate per seed so that the
 machine's load falls on both.
 
@@ -84,6 +85,7 @@ def train_sb3(game: str, steps: int, seed: int) -> tuple[float, Policy]:
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv
 
+    torch.set_flush_denormal(False)  # SB3 as its users run it; rlpipe's run in this process turned it on
     cfg = load_config(f"minatar-{game}-dqn")
     learn, eps = cfg.policy.learn, cfg.policy.other.eps
     n_envs = cfg.env.collector_env_num
