@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from rlpipe.framework.middleware import latest_checkpoint
+from rlpipe.framework.middleware.ckpt_handler import CKPT_SUFFIX, PERIODIC_PREFIX
 from tests.distributed.conftest import PROXY_VARS, closed_loopback_port
 from tests.run_checks import metrics_so_far
 
@@ -117,10 +118,11 @@ class Learner:
         return time.monotonic() - since
 
     def wait_until_training(self, run_dir: Path, checkpoint: bool = False) -> None:
-        """Until both collectors run and the learner has logged training (and saved a checkpoint)."""
+        """Until both collectors run and the learner has logged training (and saved a checkpoint: its
+        ``.pth.tar``, written after its buffer, so a kill from then on leaves the whole unit)."""
         deadline = time.monotonic() + START_BOUND_S
         while not (len(self.collectors()) == 2 and any(r["kind"] == "train" for r in metrics_so_far(run_dir))
-                   and (not checkpoint or any((run_dir / "ckpt").glob("iteration_*")))):
+                   and (not checkpoint or any((run_dir / "ckpt").glob(f"{PERIODIC_PREFIX}*{CKPT_SUFFIX}")))):
             assert self.process.poll() is None, self.err.read_text()
             assert time.monotonic() < deadline, "the run did not start training in time"
             time.sleep(0.2)
