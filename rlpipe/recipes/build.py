@@ -37,7 +37,7 @@ from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
 
-def prepare_torch(seed: int, torch_threads: int, flush_denormal: bool = True) -> None:
+def prepare_torch(seed: int, torch_threads: int, flush_denormal: bool) -> None:
     """Seed torch and numpy's global generators (environments are seeded at reset), set torch's
     threads and whether the CPU computes subnormal floats as zero (``run.flush_denormal``)."""
     torch.set_num_threads(torch_threads)
