@@ -16,10 +16,9 @@ from torch import nn
 
 FACTORED_MAX_ROWS = 64
 """Batches below this many rows take :class:`NoisyLinear`'s factored path, which multiplies the input
-twice but never builds the noisy weight matrix. With one CPU thread, for the Nature CNN's noisy
-3136x512 layer, forward and backward: 6.4 against 8.5 ms at 32 rows, 3.7 against 5.3 ms at one
-(acting), but 39 against 25 ms at 256 rows; a forward pass without gradients at 32 rows: 2.2
-against 6.7 ms."""
+twice but never builds the noisy weight matrix. ``benchmarks/numerics.py`` measures both paths on the
+Nature CNN's noisy 3136x512 layer: the factored one is much faster for acting (one row) and for DER's
+32-row updates, the weight matrix faster at 256 rows."""
 
 
 def _scaled(x: torch.Tensor) -> torch.Tensor:
