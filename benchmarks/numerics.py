@@ -1,4 +1,5 @@
-"""What two CPU numerics choices of rlpipe buy: subnormals computed as zero, and the factored noisy layer.
+"""What rlpipe's CPU numerics choices buy: subnormals computed as zero, the factored noisy layer, and
+what DER's noisy 512-unit layer costs.
 
 Each figure compares rlpipe's choice with the alternative in this process, on one torch thread,
 with rounds alternating between the two sides and the best round of each kept (slower rounds
@@ -17,6 +18,9 @@ measure other load on the machine):
   of one row, an update a forward and backward pass of 32 rows (DER's batch).
   ``noisy_256_rows_ratio`` is the same update at 256 rows, where the weight matrix is the faster
   path (a ratio below 1 is why the threshold exists).
+- ``noisy_encoder_cost_ratio``: a whole ``atari100k-der`` update (C51, batch 32, float32, 18
+  actions) with the Nature CNN's 512-unit layer noisy (``policy.model.noisy_encoder: true``, the
+  preset's, as Dopamine's DER) over the same update with head-only noise: the price of that setting.
 
 Usage: ``python benchmarks/numerics.py [--quick]``. The last line printed is JSON.
 """
@@ -28,11 +32,14 @@ import json
 import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
+from rlpipe.config import load_config
 from rlpipe.model import noisy
 from rlpipe.model.noisy import NoisyLinear
 from rlpipe.policy.optim import make_adam
+from rlpipe.recipes.build import make_policy
 
 IN_FEATURES, OUT_FEATURES = 3136, 512
 SUBNORMAL_SHARE = 0.09
@@ -117,6 +124,40 @@ def noisy_ratio(rows: int, backward: bool, calls: int, rounds: int) -> tuple[flo
     return best["matrix"] * 1e3, best["factored"] * 1e3
 
 
+def der_update_ms(noisy_encoders: tuple[bool, ...], calls: int, rounds: int) -> list[float]:
+    """Best ms per ``atari100k-der`` update (float32, random frames) with each ``noisy_encoder`` setting."""
+    rng = np.random.default_rng(0)
+    rows = 32
+    batch = {
+        "obs": rng.integers(0, 256, (rows, 4, 84, 84), dtype=np.uint8),
+        "next_obs": rng.integers(0, 256, (rows, 4, 84, 84), dtype=np.uint8),
+        "action": rng.integers(0, 18, rows),
+        "reward": rng.normal(size=rows).astype(np.float32),
+        "terminated": np.zeros(rows, dtype=bool),
+        "truncated": np.zeros(rows, dtype=bool),
+        "weight": np.ones(rows, dtype=np.float32),
+        "value_gamma": np.full(rows, 0.99**10, dtype=np.float32),
+    }
+
+    def side(noisy_encoder: bool) -> Callable[[], float]:
+        shapes = ["policy.model.obs_shape=[4,84,84]", "policy.model.action_shape=18", "policy.model.encoder=nature_cnn"]
+        cfg = load_config("atari100k-der", [*shapes, f"policy.model.noisy_encoder={str(noisy_encoder).lower()}"])
+        torch.manual_seed(0)
+        learn = make_policy(cfg).learn_mode.forward
+
+        def timed() -> float:
+            start = time.perf_counter()
+            for _ in range(calls):
+                learn(batch)
+            return (time.perf_counter() - start) / calls
+
+        timed()  # warm up allocators and Adam's state
+        return timed
+
+    best = best_time({str(setting): side(setting) for setting in noisy_encoders}, rounds)
+    return [best[str(setting)] * 1e3 for setting in noisy_encoders]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke run)")
@@ -131,10 +172,12 @@ def main() -> None:
     act = noisy_ratio(1, backward=False, calls=calls * 5, rounds=rounds)
     update = noisy_ratio(32, backward=True, calls=calls, rounds=rounds)
     wide = noisy_ratio(256, backward=True, calls=max(calls // 4, 2), rounds=rounds)
+    der_noisy_ms, der_head_ms = der_update_ms((True, False), calls=max(calls // 2, 2), rounds=rounds)
 
     print(f"fused Adam step, 9% subnormal moments: IEEE {adam_ieee_ms:.2f} ms, as zero {adam_flush_ms:.2f} ms")
     for name, (matrix, factored) in {"act, 1 row": act, "update, 32 rows": update, "update, 256 rows": wide}.items():
         print(f"noisy 3136x512 {name}: weight matrix {matrix:.2f} ms, factored {factored:.2f} ms")
+    print(f"atari100k-der update, float32: noisy 512-unit layer {der_noisy_ms:.1f} ms, head-only {der_head_ms:.1f} ms")
     print(
         json.dumps(
             {
@@ -144,6 +187,9 @@ def main() -> None:
                 "noisy_act_ratio": round(act[0] / act[1], 3),
                 "noisy_update_ratio": round(update[0] / update[1], 3),
                 "noisy_256_rows_ratio": round(wide[0] / wide[1], 3),
+                "der_update_noisy_encoder_ms": round(der_noisy_ms, 2),
+                "der_update_head_only_ms": round(der_head_ms, 2),
+                "noisy_encoder_cost_ratio": round(der_noisy_ms / der_head_ms, 3),
             }
         )
     )
