@@ -64,7 +64,6 @@ def run_sb3(steps: int, eval_every: int, seed: int) -> tuple[float, dict[int, fl
     from stable_baselines3 import SAC, HerReplayBuffer
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    torch.set_flush_denormal(False)  # SB3 as its users run it; rlpipe's run in this process turned it on
     start = time.perf_counter()
     env = VecNormalize(DummyVecEnv([lambda: gym.make(ENV_ID)]), norm_obs=True, norm_reward=False)
     model = SAC(

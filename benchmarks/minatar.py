@@ -85,7 +85,6 @@ def train_sb3(game: str, steps: int, seed: int) -> tuple[float, Policy]:
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    torch.set_flush_denormal(False)  # SB3 as its users run it; rlpipe's run in this process turned it on
     cfg = load_config(f"minatar-{game}-dqn")
     learn, eps = cfg.policy.learn, cfg.policy.other.eps
     n_envs = cfg.env.collector_env_num

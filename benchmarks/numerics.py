@@ -43,7 +43,8 @@ from rlpipe.recipes.build import make_policy
 
 IN_FEATURES, OUT_FEATURES = 3136, 512
 SUBNORMAL_SHARE = 0.09
-"""Share of the layer's inputs whose moments are subnormal (the Atari-100k checkpoint's 9%)."""
+"""Share of the layer's Adam moments that are subnormal, those of the weights of its dead inputs (the
+Atari-100k checkpoint at 25k updates held 9% of all its moments there)."""
 
 
 def best_time(sides: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
@@ -59,6 +60,7 @@ class AdamOnSubnormalMoments:
     """Adam steps on a 3136x512 layer whose dead inputs' moments are subnormal."""
 
     def __init__(self, steps: int) -> None:
+        torch.set_flush_denormal(False)  # else the subnormal state below would be written as zeros
         generator = torch.Generator().manual_seed(0)
         self.weight = torch.nn.Parameter(torch.randn(OUT_FEATURES, IN_FEATURES, generator=generator) * 0.02)
         self.optimizer = make_adam([self.weight], lr=1e-4)
@@ -70,6 +72,9 @@ class AdamOnSubnormalMoments:
         state["exp_avg"][:, :dead] = tiny
         state["exp_avg_sq"][:, :dead] = tiny
         self.weight.grad[:, :dead] = 0.0  # the dead inputs get no gradient
+        subnormal = (state["exp_avg"] != 0) & (state["exp_avg"].abs() < torch.finfo(torch.float32).tiny)
+        if int(subnormal.sum()) != OUT_FEATURES * dead:
+            raise RuntimeError("the Adam state holds fewer subnormal moments than meant")
         self.start = {key: value.clone() for key, value in state.items()}
         self.start_weight = self.weight.detach().clone()
         self.steps = steps
@@ -87,7 +92,7 @@ class AdamOnSubnormalMoments:
                 self.optimizer.step()
             return (time.perf_counter() - start) / self.steps
         finally:
-            torch.set_flush_denormal(False)
+            torch.set_flush_denormal(True)  # rlpipe's default, which the other figures run with
 
 
 def noisy_round(layer: NoisyLinear, x: torch.Tensor, max_rows: int, backward: bool, calls: int) -> float:
@@ -97,7 +102,9 @@ def noisy_round(layer: NoisyLinear, x: torch.Tensor, max_rows: int, backward: bo
     try:
         start = time.perf_counter()
         for _ in range(calls):
-            if backward:
+            if backward:  # as in an update: fresh gradients of the weights and of the input
+                layer.zero_grad(set_to_none=True)
+                x.grad = None
                 layer(x).sum().backward()
             else:
                 with torch.no_grad():
@@ -112,7 +119,7 @@ def noisy_ratio(rows: int, backward: bool, calls: int, rounds: int) -> tuple[flo
     torch.manual_seed(0)
     layer = NoisyLinear(IN_FEATURES, OUT_FEATURES, sigma0=0.1)
     layer.reset_noise(torch.Generator().manual_seed(1))
-    x = torch.rand(rows, IN_FEATURES)
+    x = torch.rand(rows, IN_FEATURES, requires_grad=backward)  # the layer sits on the convolutions
     factored_rows = rows + 1  # the factored path whatever the layer's threshold
     sides = {
         "matrix": lambda: noisy_round(layer, x, 0, backward, calls),
@@ -164,6 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     rounds, calls = (2, 3) if args.quick else (7, 20)
     torch.set_num_threads(1)
+    torch.set_flush_denormal(True)  # rlpipe's default (run.flush_denormal)
 
     adam = AdamOnSubnormalMoments(steps=calls)
     adam.round(flush=True)  # warm up

@@ -391,7 +391,8 @@ class PolicyConfig(_Strict):
     discount_factor: float = Field(0.99, gt=0, le=1, description="Discount gamma.")
     nstep: PositiveInt = Field(1, description="Steps of the n-step return.")
     random_collect_size: int = Field(
-        0, ge=0, description="Env steps collected before training, with uniformly random actions (see warm_up_actions)."
+        0, ge=0,
+        description="Env steps collected before training, acting as warm_up_actions says (by default at random).",
     )
     warm_up_actions: Literal["random", "policy"] = Field(
         "random",
@@ -466,7 +467,8 @@ class RunConfig(_Strict):
         True,
         description="Compute subnormal floats (below 1.2e-38) as zero on the CPU (torch.set_flush_denormal): "
                     "Adam's moments of weights that stop getting gradients decay into that range, where "
-                    "x86 arithmetic is several times slower.",
+                    "x86 arithmetic is several times slower. For the run only: the caller's setting is back "
+                    "afterwards.",
     )
     stop_on_solve: bool = Field(True, description="Stop once the mean evaluation return reaches env.stop_value.")
 
@@ -596,7 +598,7 @@ class Config(_Strict):
         if policy.random_collect_size > self.run.max_env_step:
             raise ValueError(
                 f"policy.random_collect_size ({policy.random_collect_size}) is larger than run.max_env_step "
-                f"({self.run.max_env_step}): the run would end inside its random warm-up"
+                f"({self.run.max_env_step}): the run would end inside its warm-up"
             )
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")

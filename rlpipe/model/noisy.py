@@ -72,6 +72,8 @@ class NoisyLinear(nn.Module):
         A batch of fewer than :data:`FACTORED_MAX_ROWS` rows never forms the noisy weight matrix:
         ``(sigma_w * eps_out eps_in^T) x = eps_out * (sigma_w (eps_in * x))``, two products with
         ``x`` instead of three passes over a weight-sized matrix (and more in the backward pass).
+        Under bfloat16 autocast its output is float32 (the float32 ``eps_out`` scales the noise
+        term), the weight-matrix path's bfloat16; the next product casts either to bfloat16.
         """
         if not self.training:
             return nn.functional.linear(x, self.weight_mu, self.bias_mu)

@@ -6,6 +6,7 @@ examples share (the environments come from :mod:`rlpipe.recipes.envs`).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,14 +37,29 @@ from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 
+logger = logging.getLogger(__name__)
 
-def prepare_torch(seed: int, torch_threads: int, flush_denormal: bool) -> None:
+
+def computes_subnormals_as_zero() -> bool:
+    """Whether this thread's CPU arithmetic computes subnormal floats as zero (torch sets it with
+    ``set_flush_denormal`` but has no getter): a product of two normal floats whose result is
+    subnormal comes out as zero."""
+    return (torch.tensor([1e-30]) * 1e-9).item() == 0.0
+
+
+def prepare_torch(seed: int, torch_threads: int, flush_denormal: bool) -> bool:
     """Seed torch and numpy's global generators (environments are seeded at reset), set torch's
-    threads and whether the CPU computes subnormal floats as zero (``run.flush_denormal``)."""
+    threads and whether the CPU computes subnormal floats as zero (``run.flush_denormal``).
+
+    Returns whether it computed them as zero before, for :meth:`Parts.close` to put back: the
+    setting holds for the whole thread, the caller's own arithmetic included."""
+    flushed_before = computes_subnormals_as_zero()
     torch.set_num_threads(torch_threads)
-    torch.set_flush_denormal(flush_denormal)
+    if not torch.set_flush_denormal(flush_denormal) and flush_denormal:
+        logger.warning("run.flush_denormal: this CPU cannot compute subnormal floats as zero; they stay IEEE")
     torch.manual_seed(seed)
     np.random.seed(seed)
+    return flushed_before
 
 
 def _action_size(cfg: Config, action_space: gym.Space) -> int:
@@ -315,6 +331,8 @@ class Parts:
     buffer: DequeBuffer
     her_reward_model: HerRewardModel | None
     reward_model: IntrinsicRewardModel | None = None
+    flushed_subnormals_before: bool = False
+    """Whether the building thread computed subnormal floats as zero before :func:`prepare_torch`."""
 
     @property
     def collector_env(self) -> VectorEnv:
@@ -327,10 +345,12 @@ class Parts:
         return self.local_collector_env
 
     def close(self) -> None:
-        """Close the vector environments."""
+        """Close the vector environments and put back the thread's handling of subnormal floats
+        (``run.flush_denormal`` is the run's, not its caller's)."""
         if self.local_collector_env is not None:
             self.local_collector_env.close()
         self.evaluator_env.close()
+        torch.set_flush_denormal(self.flushed_subnormals_before)
 
     def __enter__(self) -> Parts:
         return self
@@ -348,7 +368,16 @@ def build_parts(cfg: Config) -> Parts:
     The order is fixed (torch is seeded before the network is made), so one seed gives one
     run, from the command line or from a script.
     """
-    prepare_torch(cfg.seed, cfg.run.torch_threads, cfg.run.flush_denormal)
+    flushed_before = prepare_torch(cfg.seed, cfg.run.torch_threads, cfg.run.flush_denormal)
+    try:
+        return _assemble(cfg, flushed_before)
+    except BaseException:
+        torch.set_flush_denormal(flushed_before)
+        raise
+
+
+def _assemble(cfg: Config, flushed_before: bool) -> Parts:
+    """:func:`build_parts` after :func:`prepare_torch`; the environments are closed if a later piece fails."""
     collector_env, evaluator_env = make_envs(cfg)
     try:
         cfg = fill_model_shapes(cfg, evaluator_env)  # the same spaces as the collectors' envs
@@ -359,7 +388,8 @@ def build_parts(cfg: Config) -> Parts:
         her_reward_model = make_her_reward_model(cfg, goals) if her else None
         policy = make_policy(cfg)
         reward_model = make_reward_model(cfg)
-        return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model)
+        return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model,
+                     flushed_before)
     except BaseException:
         if collector_env is not None:
             collector_env.close()

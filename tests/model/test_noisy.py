@@ -135,3 +135,15 @@ def test_small_batches_factored_path_gives_the_weight_matrix_paths_values_and_gr
     factored, weight_matrix = values_and_gradients(64), values_and_gradients(0)
     for a, b in zip(factored, weight_matrix, strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_under_bfloat16_autocast_both_paths_give_the_same_values_to_bfloat16_precision(monkeypatch):
+    def output(max_rows):
+        monkeypatch.setattr(noisy, "FACTORED_MAX_ROWS", max_rows)
+        torch.manual_seed(0)
+        layer = NoisyLinear(64, 16, sigma0=0.5)
+        layer.reset_noise(torch.Generator().manual_seed(2))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return layer(torch.randn(4, 64)).float()
+
+    torch.testing.assert_close(output(64), output(0), rtol=2e-2, atol=2e-2)

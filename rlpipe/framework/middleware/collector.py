@@ -32,8 +32,8 @@ def random_action_steps(cfg: Any, random_collect_size: int) -> int:
     return 0 if getattr(cfg.policy, "warm_up_actions", "random") == "policy" else random_collect_size
 
 
-def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_action_steps: int) -> np.ndarray:
-    if ctx.env_step < random_action_steps:
+def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_steps: int) -> np.ndarray:
+    if ctx.env_step < random_steps:
         return env.random_actions()
     return policy.forward(env.obs, **ctx.collect_kwargs)
 
