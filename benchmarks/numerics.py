@@ -48,7 +48,10 @@ Atari-100k checkpoint at 25k updates held 9% of all its moments there)."""
 
 
 def best_time(sides: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
-    """Best seconds per call of each side; ``sides`` return the seconds of one timed round."""
+    """Best seconds per call of each side; ``sides`` return the seconds of one timed round. Each side
+    runs once untimed first (allocators, kernels and Adam's state warm up)."""
+    for side in sides.values():
+        side()
     times: dict[str, list[float]] = {name: [] for name in sides}
     for _ in range(rounds):
         for name, side in sides.items():
@@ -125,8 +128,6 @@ def noisy_ratio(rows: int, backward: bool, calls: int, rounds: int) -> tuple[flo
         "matrix": lambda: noisy_round(layer, x, 0, backward, calls),
         "factored": lambda: noisy_round(layer, x, factored_rows, backward, calls),
     }
-    for side in sides.values():
-        side()  # warm up allocators and kernels
     best = best_time(sides, rounds)
     return best["matrix"] * 1e3, best["factored"] * 1e3
 
@@ -158,7 +159,6 @@ def der_update_ms(noisy_encoders: tuple[bool, ...], calls: int, rounds: int) -> 
                 learn(batch)
             return (time.perf_counter() - start) / calls
 
-        timed()  # warm up allocators and Adam's state
         return timed
 
     best = best_time({str(setting): side(setting) for setting in noisy_encoders}, rounds)
@@ -174,7 +174,6 @@ def main() -> None:
     torch.set_flush_denormal(True)  # rlpipe's default (run.flush_denormal)
 
     adam = AdamOnSubnormalMoments(steps=calls)
-    adam.round(flush=True)  # warm up
     best = best_time({"ieee": lambda: adam.round(False), "flush": lambda: adam.round(True)}, rounds)
     adam_ieee_ms, adam_flush_ms = best["ieee"] * 1e3, best["flush"] * 1e3
     act = noisy_ratio(1, backward=False, calls=calls * 5, rounds=rounds)
