@@ -9,27 +9,30 @@ env step, Adam lr 2.5e-4, batch 32, replay 100k, 5,000 random steps first, targe
 gradient clipping, gamma 0.99. rlpipe computes subnormal floats as zero (``run.flush_denormal``, its
 default), SB3 as IEEE arithmetic does (its users' default). Neither side evaluates or saves during
 training (rlpipe's final save of its checkpoint and buffer is counted in its time). Each run is timed from the start of
-training to its end, on one torch thread, and the two libraries alternate per seed so that the
-machine's load falls on both.
+training to its end, on one torch thread. The two libraries alternate (even positions in ``--seeds``
+train rlpipe first, odd ones SB3 first) so that changes in the machine's load fall on both;
+``--jobs N`` trains N seeds at a time in separate processes, each under the others' load.
 
 Afterwards each final network plays ``--episodes`` greedy games of the same env with the same
 seeds. ``wall_time_sb3_ratio`` is SB3's mean wall time over rlpipe's (>= 2 means rlpipe needs at
 most half SB3's time), ``return_sb3_ratio`` rlpipe's mean final return over SB3's.
 
 Usage: ``python benchmarks/minatar.py [--game breakout] [--steps 500000] [--seeds 0 1 2]
-[--episodes 100] [--out DIR]``. Needs the ``minatar`` and ``bench`` extras. The last line printed
+[--episodes 100] [--jobs 1] [--out DIR]``. Needs the ``minatar`` and ``bench`` extras. The last line printed
 is JSON. A full run (3 seeds, 500k steps, both libraries) takes several CPU-hours.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 # This file's name shadows the ``minatar`` package for scripts in its folder: drop the folder.
@@ -123,6 +126,20 @@ def greedy_return(game: str, policy: Policy, episodes: int) -> float:
     return statistics.fmean(returns)
 
 
+def compare_seed(game: str, steps: int, episodes: int, out: Path, seed: int, sb3_first: bool) -> dict:
+    """Train both libraries at ``seed`` (SB3 first if ``sb3_first``); their wall times and greedy returns."""
+    torch.set_num_threads(1)
+    if sb3_first:
+        (sb3_wall, sb3), (ours_wall, ours) = train_sb3(game, steps, seed), train_rlpipe(game, steps, seed, out)
+    else:
+        (ours_wall, ours), (sb3_wall, sb3) = train_rlpipe(game, steps, seed, out), train_sb3(game, steps, seed)
+    row = {"seed": seed, "rlpipe_wall_s": ours_wall, "sb3_wall_s": sb3_wall,
+           "rlpipe_return": greedy_return(game, ours, episodes), "sb3_return": greedy_return(game, sb3, episodes)}
+    print(f"seed {seed}: rlpipe {row['rlpipe_return']:.2f} in {ours_wall:.0f} s, "
+          f"SB3 {row['sb3_return']:.2f} in {sb3_wall:.0f} s", flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", default="breakout", choices=["asterix", "breakout", "freeway", "seaquest",
@@ -130,21 +147,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=500_000, help="env steps per run (the preset's budget)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--episodes", type=int, default=100, help="greedy games per final network")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds trained at a time, in separate processes")
     parser.add_argument("--out", type=Path, default=None, help="where rlpipe's runs go (a temp dir if unset)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     out = args.out or Path(tempfile.mkdtemp(prefix="rlpipe-minatar-bench-"))
 
-    rows = []
-    for seed in args.seeds:
-        ours_wall, ours = train_rlpipe(args.game, args.steps, seed, out)
-        sb3_wall, sb3 = train_sb3(args.game, args.steps, seed)
-        row = {"seed": seed, "rlpipe_wall_s": ours_wall, "sb3_wall_s": sb3_wall,
-               "rlpipe_return": greedy_return(args.game, ours, args.episodes),
-               "sb3_return": greedy_return(args.game, sb3, args.episodes)}
-        rows.append(row)
-        print(f"seed {seed}: rlpipe {row['rlpipe_return']:.2f} in {ours_wall:.0f} s, "
-              f"SB3 {row['sb3_return']:.2f} in {sb3_wall:.0f} s", flush=True)
+    compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out)
+    if args.jobs > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            rows = list(pool.map(compare, args.seeds, [i % 2 == 1 for i in range(len(args.seeds))]))
+    else:
+        rows = [compare(seed, i % 2 == 1) for i, seed in enumerate(args.seeds)]
 
     def mean(key: str) -> float:
         return statistics.fmean(row[key] for row in rows)
