@@ -32,17 +32,6 @@ def target_theta_of(learn_cfg: Any) -> float:
     return float(learn_cfg.target_theta)
 
 
-def gradient_step(
-    optimizer: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor, grad_clip: float | None
-) -> None:
-    """Backpropagate ``loss`` into ``params`` (clipping their joint norm) and take an optimizer step."""
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if grad_clip is not None:
-        nn.utils.clip_grad_norm_(params, grad_clip, foreach=True)
-    optimizer.step()
-
-
 def soft_update_(target: Sequence[torch.Tensor], online: Sequence[torch.Tensor], theta: float) -> None:
     """``target <- (1 - theta) * target + theta * online``, in place, for every pair."""
     with torch.no_grad():

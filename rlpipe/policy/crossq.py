@@ -23,8 +23,9 @@ from typing import Any
 
 import torch
 
-from rlpipe.policy.actor_critic import ArrayLike, gradient_step, training
+from rlpipe.policy.actor_critic import ArrayLike, training
 from rlpipe.policy.frame import joined
+from rlpipe.policy.optim import gradient_step
 from rlpipe.policy.sac import SACPolicy, sac_critic_loss, sac_td_target
 
 

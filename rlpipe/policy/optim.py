@@ -1,10 +1,13 @@
 """The optimizer every policy builds: Adam, fused where torch has a kernel, with ``learn.adam_betas``
-and the learning rates of ``learn`` (numbers or schedules, :mod:`rlpipe.config.schedule`)."""
+and the learning rates of ``learn`` (numbers or schedules, :mod:`rlpipe.config.schedule`); and the
+gradient step every learner takes with it."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch import nn
 
 from rlpipe.config.schedule import ScheduleError, as_schedule
 
@@ -41,3 +44,14 @@ def make_adam(params: Any, lr: float, betas: tuple[float, float] = ADAM_BETAS) -
         return torch.optim.Adam(params, lr=lr, betas=betas, fused=True)
     except RuntimeError:  # torch < 2.4 on CPU, or a device without a fused kernel
         return torch.optim.Adam(params, lr=lr, betas=betas)
+
+
+def gradient_step(
+    optimizer: torch.optim.Optimizer, params: Sequence[torch.Tensor], loss: torch.Tensor, grad_clip: float | None
+) -> None:
+    """Backpropagate ``loss`` into ``params`` (clipping their joint norm) and take an optimizer step."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip is not None:
+        nn.utils.clip_grad_norm_(params, grad_clip, foreach=True)
+    optimizer.step()

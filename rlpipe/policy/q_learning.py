@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from rlpipe.policy.frame import ArrayLike, PolicyFrame, TransitionBatch, per_sample
-from rlpipe.policy.optim import initial_learning_rate, make_adam
+from rlpipe.policy.optim import gradient_step, initial_learning_rate, make_adam
 
 
 class QLoss(NamedTuple):
@@ -130,11 +130,7 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
         """One gradient step on a columnar batch, then the target update."""
         out = self.loss(self._learn_batch(batch))
-        self.optimizer.zero_grad()
-        out.loss.backward()
-        if self._grad_clip is not None:
-            nn.utils.clip_grad_norm_(self._params, self._grad_clip)
-        self.optimizer.step()
+        gradient_step(self.optimizer, self._params, out.loss, self._grad_clip)
         self._train_iter += 1
         self._update_target()
         return {

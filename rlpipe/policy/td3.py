@@ -33,11 +33,10 @@ from rlpipe.policy.actor_critic import (
     ArrayLike,
     check_model_cfg,
     frozen,
-    gradient_step,
     soft_update_,
     target_theta_of,
 )
-from rlpipe.policy.optim import initial_learning_rate, make_adam
+from rlpipe.policy.optim import gradient_step, initial_learning_rate, make_adam
 
 
 # ---- the update rule ---------------------------------------------------------------
