@@ -46,6 +46,7 @@ from torch import nn
 
 import rlpipe
 from rlpipe.config import load_config
+from rlpipe.entry.evaluate import resolve_checkpoint
 from rlpipe.envs.minatar import make_minatar_env
 from rlpipe.model.cnn import minatar_cnn_layers
 
@@ -66,8 +67,14 @@ def train_rlpipe(game: str, steps: int, seed: int, out: Path) -> tuple[float, Po
     start = time.perf_counter()
     rlpipe.train(f"minatar-{game}-dqn", run_dir, overrides=overrides, overwrite=True)
     wall = time.perf_counter() - start
-    agent = rlpipe.load(run_dir)
-    return wall, lambda obs: int(agent.predict(obs))
+    return wall, final_policy(run_dir)
+
+
+def final_policy(run_dir: Path) -> Policy:
+    """The greedy policy of a run's final checkpoint (``rlpipe.load(run_dir)`` would take its best
+    evaluation's, here the one evaluation at the start of learning)."""
+    agent = rlpipe.load(resolve_checkpoint(run_dir, "final"))
+    return lambda obs: int(agent.predict(obs))
 
 
 class MinAtarFeatures(nn.Module):
