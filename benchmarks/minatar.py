@@ -158,15 +158,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at a time, in separate processes")
     parser.add_argument("--out", type=Path, default=None, help="where rlpipe's runs go (a temp dir if unset)")
     args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     torch.set_num_threads(1)
     out = args.out or Path(tempfile.mkdtemp(prefix="rlpipe-minatar-bench-"))
 
     compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out)
+    sb3_first = [position % 2 == 1 for position in range(len(args.seeds))]
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            rows = list(pool.map(compare, args.seeds, [i % 2 == 1 for i in range(len(args.seeds))]))
+            rows = list(pool.map(compare, args.seeds, sb3_first))
     else:
-        rows = [compare(seed, i % 2 == 1) for i, seed in enumerate(args.seeds)]
+        rows = list(map(compare, args.seeds, sb3_first))
 
     def mean(key: str) -> float:
         return statistics.fmean(row[key] for row in rows)
