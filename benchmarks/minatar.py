@@ -134,7 +134,7 @@ def greedy_return(game: str, policy: Policy, episodes: int) -> float:
     return statistics.fmean(returns)
 
 
-def compare_seed(game: str, steps: int, episodes: int, out: Path, seed: int, sb3_first: bool) -> dict:
+def compare_seed(game: str, steps: int, episodes: int, out: Path, seed: int, sb3_first: bool) -> dict[str, float]:
     """Train both libraries at ``seed`` (SB3 first if ``sb3_first``); their wall times and greedy returns."""
     torch.set_num_threads(1)
     if sb3_first:

@@ -1,6 +1,6 @@
 """The optimizer every policy builds: Adam, fused where torch has a kernel, with ``learn.adam_betas``
 and the learning rates of ``learn`` (numbers or schedules, :mod:`rlpipe.config.schedule`); and the
-gradient step every learner takes with it."""
+gradient step every policy takes with it (the intrinsic reward models keep their own unclipped one)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
