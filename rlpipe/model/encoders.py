@@ -151,14 +151,22 @@ class ImageEncoder(Encoder):
     (the same values, other strides): oneDNN's convolution backward of the Nature CNN runs about 15%
     faster on such inputs, while its forward without gradients (acting, targets) runs about 9%
     slower, so only the batch being learned from is converted (``benchmarks/atari.py``). MinAtar's
-    3x3 network is slower channels-last either way and keeps the default layout."""
+    3x3 network is slower channels-last either way and keeps the default layout.
+
+    With ``input_major_dense``, the dense layers' weights are stored transposed
+    (:func:`store_input_major`): MinAtar's network learns about 13% faster so, with the same
+    results bit for bit; the Nature CNN's 3136x512 layer gains nothing and rounds differently."""
 
     def __init__(self, shape: tuple[int, ...], scale: float, layers: Sequence[nn.Module],
-                 channels_last_backward: bool = False) -> None:
+                 channels_last_backward: bool = False, input_major_dense: bool = False) -> None:
         super().__init__(*layers)
         self.shape = shape
         self.scale = scale
         self.channels_last_backward = channels_last_backward
+        if input_major_dense:
+            for layer in self:
+                if isinstance(layer, nn.Linear):
+                    store_input_major(layer)
 
     def prepare(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.dim() != 4 or tuple(obs.shape[1:]) != self.shape:
@@ -166,7 +174,21 @@ class ImageEncoder(Encoder):
                              f"got shape {tuple(obs.shape)}")
         learning_on_cpu = self.channels_last_backward and obs.device.type == "cpu" and torch.is_grad_enabled()
         images = obs.to(torch.float32, memory_format=torch.channels_last if learning_on_cpu else torch.preserve_format)
-        return images if obs.is_floating_point() else images.div_(self.scale)  # an integer image's copy is new
+        if obs.is_floating_point() or self.scale == 1.0:  # MinAtar's 0/1 channels: nothing to divide
+            return images
+        return images.div_(self.scale)  # an integer image's copy is new
+
+
+def store_input_major(linear: nn.Linear) -> None:
+    """Store ``linear``'s weight transposed in memory: the same ``[out, in]`` values and state-dict
+    entry, laid out as ``[in, out]`` rows.
+
+    MKL multiplies a small batch by a wide weight stored so about twice as fast as by the usual
+    layout (MinAtar's 1024x128 layer at batch 32: ~55 against ~140 us forward, and its weight
+    gradient ~65 against ~300 us); :class:`rlpipe.policy.optim.Adam` steps such a weight at
+    contiguous speed. Copies (``deepcopy``, ``load_state_dict``, ``.to``) keep the layout.
+    """
+    linear.weight = nn.Parameter(linear.weight.detach().t().contiguous().t())
 
 
 def mlp_layers(in_size: int, hidden: Sequence[int], batch_renorm: bool = False) -> tuple[list[nn.Module], int]:
@@ -271,21 +293,22 @@ def _mlp_encoder(space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
     return MlpEncoder(tuple(space.shape), layers), n_features
 
 
-def _image_encoder(layers: Callable[[tuple[int, ...]], tuple[list[nn.Module], int]],
-                   channels_last_backward: bool) -> Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]:
+def _image_encoder(layers: Callable[[tuple[int, ...]], tuple[list[nn.Module], int]], channels_last_backward: bool,
+                   input_major_dense: bool) -> Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]:
     def build(space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
         assert isinstance(space, spaces.Box)  # encoder_kind refused the rest
         shape = tuple(int(n) for n in space.shape)
         image_layers, n_features = layers(shape)
-        return ImageEncoder(shape, image_scale(space), image_layers, channels_last_backward), n_features
+        encoder = ImageEncoder(shape, image_scale(space), image_layers, channels_last_backward, input_major_dense)
+        return encoder, n_features
 
     return build
 
 
 ENCODERS: dict[str, Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]] = {
     "mlp": _mlp_encoder,
-    "nature_cnn": _image_encoder(nature_cnn_layers, channels_last_backward=True),
-    "minatar_cnn": _image_encoder(minatar_cnn_layers, channels_last_backward=False),
+    "nature_cnn": _image_encoder(nature_cnn_layers, channels_last_backward=True, input_major_dense=False),
+    "minatar_cnn": _image_encoder(minatar_cnn_layers, channels_last_backward=False, input_major_dense=True),
 }
 """The builder of each ``policy.model.encoder`` kind: ``(observation_space, cfg) -> (encoder, n_features)``."""
 

@@ -1,4 +1,5 @@
 """Image encoders: the Nature and MinAtar CNNs, the ``auto`` image rule, scaling by ``high``, wrong kinds refused."""
+import copy
 from types import SimpleNamespace
 
 import numpy as np
@@ -41,6 +42,26 @@ def test_minatar_cnn_is_the_papers_network():
     assert n == 128
     assert layer_shapes(encoder) == [(16, 6, 3, 3), (128, 1024)]  # the hidden sizes are not read
     assert encoder(torch.zeros(3, 6, 10, 10, dtype=torch.uint8)).shape == (3, 128)
+
+
+def test_minatar_dense_weight_is_stored_input_major_under_the_usual_name_and_shape():
+    """A faster layout for MKL, the same network: a plain layout's state dict loads into it and
+    gives the same features; copies keep the layout; the Nature CNN keeps the usual one."""
+    encoder, _ = make_encoder(MINATAR, EncoderConfig())
+    dense = encoder[3]
+    assert isinstance(dense, nn.Linear) and dense.weight.shape == (128, 1024) and dense.weight.stride() == (1, 128)
+    assert copy.deepcopy(encoder)[3].weight.stride() == (1, 128)
+    plain = copy.deepcopy(encoder)
+    plain[3].weight = nn.Parameter(dense.weight.detach().contiguous())
+    torch.manual_seed(1)
+    for layer in (plain[0], plain[3]):
+        nn.init.normal_(layer.weight)
+    encoder.load_state_dict(plain.state_dict())
+    assert dense.weight.stride() == (1, 128)
+    obs = torch.randint(0, 2, (32, *MINATAR.shape), dtype=torch.uint8)
+    torch.testing.assert_close(encoder(obs), plain(obs))
+    nature, _ = make_encoder(ATARI, EncoderConfig())
+    assert nature[-2].weight.is_contiguous()
 
 
 @pytest.mark.parametrize(("space", "scale"), [(ATARI, 255.0), (MINATAR, 1.0)])
