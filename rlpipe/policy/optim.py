@@ -37,6 +37,10 @@ def initial_learning_rate(learn_cfg: Any, key: str) -> float:
         raise ValueError(f"cfg.learn.{key}: {err}") from None
 
 
+MOMENTS = ("exp_avg", "exp_avg_sq")
+"""The entries of Adam's state laid out as their parameter."""
+
+
 def _transposed(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` is a matrix stored transposed: not contiguous, its transpose contiguous."""
     return tensor.dim() == 2 and not tensor.is_contiguous() and tensor.t().is_contiguous()
@@ -63,13 +67,19 @@ class Adam(torch.optim.Adam):
                 _fused_adam_step(group, params, group_states)
         return None
 
+    def state_dict(self) -> dict[str, Any]:
+        """torch's, with each moment contiguous, as every Adam expects of a checkpoint: torch's fused
+        kernel steps a parameter whose moments are laid out otherwise wrongly."""
+        state = super().state_dict()
+        state["state"] = {index: {key: value.contiguous() if key in MOMENTS else value for key, value in entry.items()}
+                          for index, entry in state["state"].items()}
+        return state
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """torch's, then each moment laid out as its parameter: torch's fused kernel steps a parameter
-        whose moments are laid out otherwise wrongly (the moments of a checkpoint written before a
-        weight was stored transposed, or the other way round)."""
+        """torch's, then each moment laid out as its parameter (checkpoints keep them contiguous)."""
         super().load_state_dict(state_dict)
         for param, state in self.state.items():
-            for key in ("exp_avg", "exp_avg_sq"):
+            for key in MOMENTS:
                 moment = state.get(key)
                 if isinstance(moment, torch.Tensor) and moment.stride() != param.stride():
                     state[key] = torch.empty_like(param).copy_(moment)

@@ -74,3 +74,24 @@ def test_zero_grad(set_to_none):
     optimizer.zero_grad(set_to_none=set_to_none)
     for param in net.parameters():
         assert param.grad is None if set_to_none else torch.count_nonzero(param.grad) == 0
+
+
+def test_a_checkpoint_of_a_transposed_weight_resumes_in_torchs_adam_the_same():
+    """Checkpoints keep the moments contiguous: a plain model and torch's Adam (an older rlpipe,
+    another program) resume from them as the transposed weight goes on."""
+    net = two_layers()
+    store_input_major(net[0])
+    optimizer = make_adam(net.parameters(), 1e-2)
+    for step in range(3):
+        step_with_gradients(net, optimizer, step)
+    saved = copy.deepcopy(optimizer.state_dict())
+    assert all(entry[key].is_contiguous() for entry in saved["state"].values() for key in ("exp_avg", "exp_avg_sq"))
+    assert optimizer.state[net[0].weight]["exp_avg"].stride() == (1, 8)  # the live moments keep their layout
+    plain = two_layers()
+    plain.load_state_dict(net.state_dict())
+    plain_optimizer = torch.optim.Adam(plain.parameters(), lr=1e-2, fused=True)
+    plain_optimizer.load_state_dict(saved)
+    for step in range(3, 6):
+        step_with_gradients(net, optimizer, step)
+        step_with_gradients(plain, plain_optimizer, step)
+    assert_same_parameters(net, plain)
