@@ -41,6 +41,11 @@ MOMENTS = ("exp_avg", "exp_avg_sq")
 """The entries of Adam's state laid out as their parameter."""
 
 
+def _laid_out_as(param: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` (of ``param``'s shape) with ``param``'s strides: itself, or a copy laid out so."""
+    return tensor if tensor.stride() == param.stride() else torch.empty_like(param).copy_(tensor)
+
+
 def _transposed(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` is a matrix stored transposed: not contiguous, its transpose contiguous."""
     return tensor.dim() == 2 and not tensor.is_contiguous() and tensor.t().is_contiguous()
@@ -80,9 +85,8 @@ class Adam(torch.optim.Adam):
         super().load_state_dict(state_dict)
         for param, state in self.state.items():
             for key in MOMENTS:
-                moment = state.get(key)
-                if isinstance(moment, torch.Tensor) and moment.stride() != param.stride():
-                    state[key] = torch.empty_like(param).copy_(moment)
+                if isinstance(state.get(key), torch.Tensor):
+                    state[key] = _laid_out_as(param, state[key])
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """torch's ``zero_grad``; setting to None is a plain loop here (torch's costs ~30 us a call
@@ -101,11 +105,8 @@ def _fused_adam_step(group: dict[str, Any], params: list[torch.Tensor], states: 
     otherwise, which autograd does not make, is copied into the parameter's layout first)."""
     quads = []
     for param, state in zip(params, states, strict=True):
-        grad = param.grad
-        assert grad is not None  # Adam.step passes only parameters with a gradient
-        if grad.stride() != param.stride():
-            grad = torch.empty_like(param).copy_(grad)
-        quad = (param, grad, state["exp_avg"], state["exp_avg_sq"])
+        assert param.grad is not None  # Adam.step passes only parameters with a gradient
+        quad = (param, _laid_out_as(param, param.grad), state["exp_avg"], state["exp_avg_sq"])
         quads.append(tuple(t.t() for t in quad) if _transposed(param) else quad)
     weights, grads, exp_avgs, exp_avg_sqs = (list(column) for column in zip(*quads, strict=True))
     beta1, beta2 = group["betas"]
