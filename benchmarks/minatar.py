@@ -3,7 +3,8 @@
 For each seed, both libraries train the ``minatar-<game>-dqn`` preset's DQN from scratch on the
 same env (rlpipe's ``MinAtar/<Game>-v1`` as ``uint8 [C, 10, 10]``, MinAtar's own sticky actions),
 with the same network (the MinAtar CNN: one 3x3 conv of 16 channels, a 128-unit layer, a linear
-Q head, torch's default initialisation) and settings: 4 envs stepped together and one update per
+Q head, torch's default initialisation; SB3's of torch's plain layers, rlpipe's computing the
+convolution as ``PatchConv2d`` and storing the dense weight input-major) and settings: 4 envs stepped together and one update per
 env step, Adam lr 2.5e-4, batch 32, replay 100k, 5,000 random steps first, target copy every
 1,000 updates, epsilon 1 -> 0.1 over the first 100k env steps, plain DQN targets, Huber loss, no
 gradient clipping, gamma 0.99. rlpipe computes subnormal floats as zero (``run.flush_denormal``, its

@@ -28,6 +28,7 @@ may append its output layer to the encoder (RND, ICM).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -39,7 +40,8 @@ from gymnasium import spaces
 from torch import nn
 
 from rlpipe.model.batch_renorm import BatchRenorm
-from rlpipe.model.cnn import MINATAR_MIN_SIZE, NATURE_MIN_SIZE, image_scale, minatar_cnn_layers, nature_cnn_layers
+from rlpipe.model.cnn import (MINATAR_MIN_SIZE, NATURE_MIN_SIZE, PatchConv2d, image_scale, minatar_cnn_layers,
+                              nature_cnn_layers)
 
 GOAL_LAYOUT = ("observation", "achieved_goal", "desired_goal")
 """The order in which a goal dict's entries are concatenated: the flat layout the goal envs use
@@ -308,7 +310,8 @@ def _image_encoder(layers: Callable[[tuple[int, ...]], tuple[list[nn.Module], in
 ENCODERS: dict[str, Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]] = {
     "mlp": _mlp_encoder,
     "nature_cnn": _image_encoder(nature_cnn_layers, channels_last_backward=True, input_major_dense=False),
-    "minatar_cnn": _image_encoder(minatar_cnn_layers, channels_last_backward=False, input_major_dense=True),
+    "minatar_cnn": _image_encoder(functools.partial(minatar_cnn_layers, conv=PatchConv2d),
+                                  channels_last_backward=False, input_major_dense=True),
 }
 """The builder of each ``policy.model.encoder`` kind: ``(observation_space, cfg) -> (encoder, n_features)``."""
 
