@@ -1,18 +1,19 @@
 """MinAtar DQN side by side with Stable-Baselines3: final return at the same budget, and wall time.
 
-For each seed, both libraries train the ``minatar-<game>-dqn`` preset's DQN from scratch on the
-same env (rlpipe's ``MinAtar/<Game>-v1`` as ``uint8 [C, 10, 10]``, MinAtar's own sticky actions),
-with the same network (the MinAtar CNN: one 3x3 conv of 16 channels, a 128-unit layer, a linear
-Q head, torch's default initialisation; SB3's of torch's plain layers, rlpipe's computing the
-convolution as ``PatchConv2d`` and storing the dense weight input-major) and settings: 4 envs stepped together and one update per
-env step, Adam lr 2.5e-4, batch 32, replay 100k, 5,000 random steps first, target copy every
-1,000 updates, epsilon 1 -> 0.1 over the first 100k env steps, plain DQN targets, Huber loss, no
-gradient clipping, gamma 0.99. rlpipe computes subnormal floats as zero (``run.flush_denormal``, its
-default), SB3 as IEEE arithmetic does (its users' default). Neither side evaluates or saves during
-training (rlpipe's final save of its checkpoint and buffer is counted in its time). Each run is timed from the start of
-training to its end, on one torch thread. The two libraries alternate (even positions in ``--seeds``
-train rlpipe first, odd ones SB3 first) so that changes in the machine's load fall on both;
-``--jobs N`` trains N seeds at a time in separate processes, each under the others' load.
+For each seed, both libraries train the ``minatar-<game>-dqn`` preset's DQN from scratch on the same
+env (rlpipe's ``MinAtar/<Game>-v1`` as ``uint8 [C, 10, 10]``, MinAtar's own sticky actions), with
+the same network (the MinAtar CNN: one 3x3 conv of 16 channels, a 128-unit layer, a linear Q head,
+torch's default initialisation; SB3's of torch's plain layers, rlpipe's computing the convolution as
+``PatchConv2d`` and storing the dense weight input-major) and settings: 4 envs stepped together and
+one update per env step, Adam lr 2.5e-4, batch 32, replay 100k, 5,000 random steps first, target
+copy every 1,000 updates, epsilon 1 -> 0.1 over the first 100k env steps, plain DQN targets, Huber
+loss, no gradient clipping, gamma 0.99. rlpipe computes subnormal floats as zero
+(``run.flush_denormal``, its default), SB3 as IEEE arithmetic does (its users' default). Neither
+side evaluates or saves during training (rlpipe's final save of its checkpoint and buffer is counted
+in its time). Each run is timed from the start of training to its end, on one torch thread. The two
+libraries alternate (even positions in ``--seeds`` train rlpipe first, odd ones SB3 first) so that
+changes in the machine's load fall on both; ``--jobs N`` trains N seeds at a time in separate
+processes, each under the others' load.
 
 Afterwards each final network plays ``--episodes`` greedy games of the same env with the same
 seeds. ``wall_time_sb3_ratio`` is SB3's mean wall time over rlpipe's (>= 2 means rlpipe needs at

@@ -6,6 +6,8 @@
   :data:`NATURE_MIN_SIZE` pixels a side.
 - :func:`minatar_cnn_layers`: the MinAtar network of Young & Tian (2019) for 10x10 inputs: conv 16
   3x3 stride 1 with ReLU, flatten, a 128-unit layer with ReLU.
+- :class:`PatchConv2d`: the MinAtar encoder's convolution, computed on CPU as a matrix product of
+  gathered patches (oneDNN is slow on so small a layer).
 
 Images travel in their own dtype (``uint8``: a quarter of float32's bytes through the buffer,
 the batch and the copy to the device); ``rlpipe.model.encoders.ImageEncoder`` converts them to

@@ -40,8 +40,14 @@ from gymnasium import spaces
 from torch import nn
 
 from rlpipe.model.batch_renorm import BatchRenorm
-from rlpipe.model.cnn import (MINATAR_MIN_SIZE, NATURE_MIN_SIZE, PatchConv2d, image_scale, minatar_cnn_layers,
-                              nature_cnn_layers)
+from rlpipe.model.cnn import (
+    MINATAR_MIN_SIZE,
+    NATURE_MIN_SIZE,
+    PatchConv2d,
+    image_scale,
+    minatar_cnn_layers,
+    nature_cnn_layers,
+)
 
 GOAL_LAYOUT = ("observation", "achieved_goal", "desired_goal")
 """The order in which a goal dict's entries are concatenated: the flat layout the goal envs use
