@@ -71,13 +71,15 @@ def minatar_cnn_layers(shape: tuple[int, ...], conv: type[nn.Conv2d] = nn.Conv2d
 @functools.cache
 def patch_index(channels: int, height: int, width: int, kernel: tuple[int, int]) -> torch.Tensor:
     """For an image ``[C, H, W]`` flattened, the position of each kernel tap at each output pixel:
-    int64 ``[C * kh * kw, out_h * out_w]`` (stride 1, no padding), taps in ``nn.Conv2d``'s weight order."""
+    int64 ``[C * kh * kw, out_h * out_w]`` (stride 1, no padding), taps in ``nn.Conv2d``'s weight order.
+    Made outside inference mode (acting is often the first caller), so gradients may flow through it."""
     kh, kw = kernel
     out_h, out_w = height - kh + 1, width - kw + 1
-    channel = torch.arange(channels).view(-1, 1, 1, 1, 1) * height * width
-    row = torch.arange(kh).view(1, -1, 1, 1, 1) + torch.arange(out_h).view(1, 1, 1, -1, 1)
-    col = torch.arange(kw).view(1, 1, -1, 1, 1) + torch.arange(out_w).view(1, 1, 1, 1, -1)
-    return (channel + row * width + col).reshape(channels * kh * kw, out_h * out_w)
+    with torch.inference_mode(False):
+        channel = torch.arange(channels).view(-1, 1, 1, 1, 1) * height * width
+        row = torch.arange(kh).view(1, -1, 1, 1, 1) + torch.arange(out_h).view(1, 1, 1, -1, 1)
+        col = torch.arange(kw).view(1, 1, -1, 1, 1) + torch.arange(out_w).view(1, 1, 1, 1, -1)
+        return (channel + row * width + col).reshape(channels * kh * kw, out_h * out_w)
 
 
 class PatchConv2d(nn.Conv2d):

@@ -37,6 +37,18 @@ def test_values_and_gradients_are_a_convolutions(batch, channels, height, width,
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_gradients_reach_images_after_acting_in_inference_mode():
+    """The cached index may first be made while acting (inference mode); learning through it later
+    (gradients with respect to the images) must still work."""
+    _, patch = pair(3, 16, 3)
+    patch_index.cache_clear()
+    with torch.inference_mode():
+        patch(torch.rand(2, 3, 7, 7))
+    images = torch.rand(2, 3, 7, 7, requires_grad=True)
+    patch(images).sum().backward()
+    assert images.grad is not None and images.grad.shape == images.shape
+
+
 def test_channels_last_images_give_the_same_values():
     _, patch = pair(4, 16, 3)
     images = torch.rand(6, 4, 10, 10)
