@@ -74,7 +74,7 @@ def patch_index(channels: int, height: int, width: int, kernel: tuple[int, int])
     int64 ``[C * kh * kw, out_h * out_w]`` (stride 1, no padding), taps in ``nn.Conv2d``'s weight order.
     Made outside inference mode (acting is often the first caller), so gradients may flow through it."""
     kh, kw = kernel
-    out_h, out_w = height - kh + 1, width - kw + 1
+    out_h, out_w = _conv_out(height, kh, 1), _conv_out(width, kw, 1)
     with torch.inference_mode(False):
         channel = torch.arange(channels).view(-1, 1, 1, 1, 1) * height * width
         row = torch.arange(kh).view(1, -1, 1, 1, 1) + torch.arange(out_h).view(1, 1, 1, -1, 1)
@@ -89,18 +89,26 @@ class PatchConv2d(nn.Conv2d):
 
     oneDNN's convolution is slow for MinAtar's small layer (16 3x3 filters over 10x10 images at
     batch 32): its weight gradient alone took ~250 us of a ~2.2 ms DQN update. So computed, a MinAtar
-    DQN update takes about 8% less time (``benchmarks/minatar.py``). The products are summed in
-    another order than oneDNN's, so the values differ from ``nn.Conv2d``'s by rounding (~1e-7). On
-    other devices (cuDNN), and when traced for export (a plain convolution in the graph),
-    ``nn.Conv2d``'s forward runs.
+    DQN update took 5-19% less time in paired runs (the whole run beside SB3: ``benchmarks/minatar.py``).
+    The products are summed in another order than oneDNN's, so the values differ from ``nn.Conv2d``'s
+    by rounding (~1e-7). On other devices (cuDNN), and when traced for export (a plain convolution in
+    the graph), ``nn.Conv2d``'s forward runs.
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple[int, int],
                  bias: bool = True) -> None:
         super().__init__(in_channels, out_channels, kernel_size, bias=bias)
 
+    def _gathers(self, images: torch.Tensor) -> bool:
+        """Whether the gathered product computes ``images``: a CPU batch ``[B, in_channels, H, W]``
+        at least the kernel's size, not being traced. Anything else goes to ``nn.Conv2d``, which
+        also names what is wrong with a bad input (channels, size)."""
+        return (images.device.type == "cpu" and images.dim() == 4 and images.shape[1] == self.in_channels
+                and images.shape[2] >= self.kernel_size[0] and images.shape[3] >= self.kernel_size[1]
+                and not torch.jit.is_tracing())
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.device.type != "cpu" or images.dim() != 4 or torch.jit.is_tracing():
+        if not self._gathers(images):
             return super().forward(images)
         batch, channels, height, width = images.shape
         kh, kw = self.kernel_size
@@ -111,4 +119,4 @@ class PatchConv2d(nn.Conv2d):
             out = torch.bmm(weight, patches)
         else:
             out = torch.baddbmm(self.bias.view(1, -1, 1), weight, patches)
-        return out.view(batch, self.out_channels, height - kh + 1, width - kw + 1)
+        return out.view(batch, self.out_channels, _conv_out(height, kh, 1), _conv_out(width, kw, 1))

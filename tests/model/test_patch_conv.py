@@ -49,6 +49,18 @@ def test_gradients_reach_images_after_acting_in_inference_mode():
     assert images.grad is not None and images.grad.shape == images.shape
 
 
+@pytest.mark.parametrize("shape, words", [((2, 5, 10, 10), "channels"), ((2, 4, 2, 2), "size")])
+def test_bad_images_get_nn_conv2ds_error_naming_the_problem(shape, words):
+    """A wrong channel count or an image smaller than the kernel is refused as ``nn.Conv2d`` refuses
+    it, naming what is wrong (not a shape error from inside the product, nor an empty output)."""
+    conv, patch = pair(4, 16, 3)
+    with pytest.raises(RuntimeError) as expected:
+        conv(torch.rand(shape))
+    with pytest.raises(RuntimeError) as got:
+        patch(torch.rand(shape))
+    assert str(got.value) == str(expected.value) and words in str(got.value).lower()
+
+
 def test_channels_last_images_give_the_same_values():
     _, patch = pair(4, 16, 3)
     images = torch.rand(6, 4, 10, 10)
