@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from rlpipe.config import preset_names
+from rlpipe.config import load_config, preset_names
 from rlpipe.entry.train import train
 from rlpipe.utils.checkpoint import load_checkpoint
 
@@ -45,11 +45,18 @@ def _tensor_bytes(value: Any) -> bytes:
     return repr(value).encode()
 
 
+def warm_up_within(preset: str, steps: int) -> list[str]:
+    """A random warm-up that ends inside the short run (presets with long warm-ups refuse a budget shorter
+    than theirs), so that the run learns too."""
+    warm_up = load_config(preset).policy.random_collect_size
+    return [f"policy.random_collect_size={steps // 2}"] if warm_up > steps // 2 else []
+
+
 def fingerprint(preset: str, steps: int, extra: list[str]) -> dict[str, str]:
     """Hashes of one short run's metrics (wall-clock figures left out) and final checkpoint."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        train(preset, run_dir, overrides=[*short_run(steps), *extra])
+        train(preset, run_dir, overrides=[*short_run(steps), *warm_up_within(preset, steps), *extra])
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         kept = [{k: v for k, v in row.items() if not k.endswith(WALL_CLOCK)} for row in rows]
         metrics = hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()

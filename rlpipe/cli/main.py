@@ -1,4 +1,4 @@
-"""``rlpipe`` command line: train, resume, eval, presets, config show, plot, tune, export.
+"""``rlpipe`` command line: train, resume, eval, presets, config show, plot, tune, sweep, report, export.
 
 Errors a user can fix (a config key, a preset name, a file) are printed as one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -103,6 +103,32 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument("--study-dir", type=Path, default=None,
                       help="where the study (study.db), the trials' runs and best.yaml go (default tunes/<exp_name>)")
     tune.add_argument("--seed", type=int, default=None, help="seed of the TPE sampler (default: the config's seed)")
+
+    sweep = sub.add_parser("sweep", help="train presets x seeds, each an ordinary run, on local processes or Ray")
+    sweep.add_argument("presets", nargs="+", metavar="PRESET_OR_OVERRIDE",
+                       help="preset names (or YAML configs), then dotted overrides for every run, "
+                       "e.g. run.max_env_step=1e5")
+    sweep.add_argument("--seeds", required=True, help="seeds: 0-9, 0,3,5 or 0-4,10")
+    sweep.add_argument("--out", type=Path, required=True,
+                       help="the sweep's directory (run the same command again to continue it)")
+    sweep.add_argument("--jobs", type=_positive_int, default=1, help="runs at once (one torch thread each)")
+    sweep.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local: processes on this machine; ray: one Ray task per run")
+    sweep.add_argument("--address", default=None, help="a running Ray cluster's address with --backend ray")
+    sweep.add_argument("--label", default=None,
+                       help="groups are named <preset>:<label> (to report the same preset under other overrides)")
+
+    report = sub.add_parser("report", help="means, medians and IQMs of runs with 95%% bootstrap intervals, "
+                            "thresholds, comparisons and curves")
+    report.add_argument("paths", type=Path, nargs="+",
+                        help="sweep directories, run directories or results files (.jsonl)")
+    report.add_argument("--baseline", default=None, help="a group to compare every other with (P(X > Y))")
+    report.add_argument("--normalise", default=None,
+                        help="aggregate over tasks on normalised scores: atari, minatar or a JSON/YAML file")
+    report.add_argument("--threshold", type=float, default=None,
+                        help="the figure to reach (default: each run's env.stop_value)")
+    report.add_argument("--out", type=Path, default=None, help="also write report.md, report.json and curves.png here")
+    report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
 
     export = sub.add_parser("export", help="write a run's acting network as ONNX or TorchScript (the export extra)")
     export.add_argument("run", type=Path, help="run directory (its best, else final checkpoint) or checkpoint file")
@@ -223,6 +249,35 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from rlpipe.tools.sweep import Placement, Sweep, SweepStoppedError, parse_seeds, run_sweep
+
+    presets = [arg for arg in args.presets if "=" not in arg]
+    overrides = [arg for arg in args.presets if "=" in arg]
+    sweep = Sweep(tuple(dict.fromkeys(presets)), tuple(parse_seeds(args.seeds)), tuple(overrides), args.out,
+                  args.label)
+    try:
+        run_sweep(sweep, Placement(args.backend, args.jobs, args.address))
+    except SweepStoppedError as err:
+        print(f"rlpipe sweep: {err}", file=sys.stderr)
+        return 128 + signal.Signals[err.signal_name].value
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from rlpipe.tools.normalisation import load_normaliser
+    from rlpipe.tools.report import build_report
+    from rlpipe.tools.results import collect_results
+
+    normaliser = load_normaliser(args.normalise) if args.normalise else None
+    report = build_report(collect_results(args.paths), args.baseline, normaliser, args.threshold, args.seed)
+    print(report.to_markdown(), end="")
+    if args.out is not None:
+        for path in report.write(args.out):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -234,7 +289,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "config": _cmd_config,
-    "plot": _cmd_plot, "tune": _cmd_tune, "export": _cmd_export,
+    "plot": _cmd_plot, "tune": _cmd_tune, "sweep": _cmd_sweep, "report": _cmd_report,
+    "export": _cmd_export,
 }
 
 

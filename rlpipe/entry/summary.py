@@ -128,10 +128,14 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
         self._written = time.perf_counter()
         self._start = time.perf_counter() - self.summary.wall_time_s  # a resumed run keeps counting
 
+    def elapsed(self) -> float:
+        """Seconds since the run started (a resumed run's earlier time included)."""
+        return time.perf_counter() - self._start
+
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.summary
         s.env_step, s.train_iter = ctx.env_step, ctx.train_iter
-        s.wall_time_s = round(time.perf_counter() - self._start, 2)
+        s.wall_time_s = round(self.elapsed(), 2)
         if ctx.eval_value is not None:
             s.add_evaluation(ctx.eval_value, ctx.env_step, self._stop_value)
         now = time.perf_counter()

@@ -279,7 +279,7 @@ def _run_pipeline(
                            keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
                            config=cfg.model_dump(mode="json"), run_id=tracker.summary.run_id,
                            allow_unsealed=allow_unsealed))
-        task.use(online_logger(writer, cfg.run.log_freq))
+        task.use(online_logger(writer, cfg.run.log_freq, clock=tracker.elapsed))
         task.use(tracker)
         task.use(show)
         task.run()

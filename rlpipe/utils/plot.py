@@ -65,13 +65,9 @@ def group_curves(run_dirs: Sequence[Path], metric: str | None = None, band: str 
         groups.setdefault(group_name(Path(run_dir)), []).append(Path(run_dir))
     curves = []
     for name, runs in groups.items():
-        data = [_increasing(*_curve(run, metric or _eval_metric_key(run))) for run in runs]
-        start, stop = max(steps[0] for steps, _ in data), min(steps[-1] for steps, _ in data)
-        grid = np.unique(np.concatenate([steps for steps, _ in data]))
-        grid = grid[(grid >= start) & (grid <= stop)]
+        grid, values = on_common_grid([_increasing(*_curve(run, metric or _eval_metric_key(run))) for run in runs])
         if not len(grid):
             raise MetricNotFoundError(f"the runs of group '{name}' share no range of env steps to average over")
-        values = np.stack([np.interp(grid, steps, ys) for steps, ys in data])
         mean = values.mean(axis=0)
         if band == "minmax":
             low, high = values.min(axis=0), values.max(axis=0)
@@ -80,6 +76,17 @@ def group_curves(run_dirs: Sequence[Path], metric: str | None = None, band: str 
             low, high = mean - se, mean + se
         curves.append(GroupCurve(name, runs, grid, mean, low, high))
     return curves
+
+
+def on_common_grid(curves: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(env steps, values)`` curves (steps increasing) interpolated linearly onto the env steps at
+    which any of them has a point, between the latest first step and the earliest last step (where
+    every curve has data, so nothing is extrapolated); ``(grid, values [curves, points])``."""
+    start, stop = max(steps[0] for steps, _ in curves), min(steps[-1] for steps, _ in curves)
+    grid = np.unique(np.concatenate([np.asarray(steps) for steps, _ in curves]))
+    grid = grid[(grid >= start) & (grid <= stop)]
+    return grid, np.stack([np.interp(grid, steps, values) for steps, values in curves])
 
 
 def plot_runs(run_dirs: Sequence[Path], out: Path, title: str | None = None,

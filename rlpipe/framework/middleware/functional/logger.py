@@ -28,7 +28,9 @@ def _scalar_means(outputs: list[dict[str, Any]]) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in values.items()}
 
 
-def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable[[OnlineRLContext], None]:
+def online_logger(
+    writer: MetricsWriter, train_show_freq: int = 100, clock: Callable[[], float] | None = None
+) -> Callable[[OnlineRLContext], None]:
     """Write the mean of the scalar learn outputs every ``train_show_freq`` train iterations,
     and every evaluation, to ``writer``.
 
@@ -40,7 +42,9 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
     ``ctx.eval_output``, ``ctx.train_iter``, ``ctx.env_step`` and ``ctx.collect_kwargs``'s
     ``eps`` (written as ``eps``). Each train record after the first also has
     ``env_steps_per_s`` and ``updates_per_s`` since the previous one (wall clock,
-    evaluations included; the first has no start to count from in a resumed run).
+    evaluations included; the first has no start to count from in a resumed run). With ``clock``
+    (seconds since the run's start, a resumed run's time included), each eval record also has
+    ``wall_time_s``, so reports can say how long a run took to reach a return.
     """
     pending: list[dict[str, Any]] = []
     pending_reward_model: list[dict[str, Any]] = []
@@ -82,6 +86,7 @@ def online_logger(writer: MetricsWriter, train_show_freq: int = 100) -> Callable
                 "episode_length_mean": float(np.mean(ctx.eval_output["episode_length"])),
                 **({"success_rate": float(np.mean(ctx.eval_output["episode_success"]))}
                    if "episode_success" in ctx.eval_output else {}),
+                **({"wall_time_s": round(clock(), 2)} if clock is not None else {}),
             })
 
     return _log

@@ -1,0 +1,285 @@
+"""``rlpipe report``: what a set of runs shows, with its number of runs and 95% intervals.
+
+Reads run results (:mod:`rlpipe.tools.results`: a sweep's ``results.jsonl``, run directories,
+committed results files) and reports per **group** (a preset, or ``preset:label``) and task:
+
+- the final evaluation's mean, median and interquartile mean (IQM) over runs, the best
+  evaluation's mean, each with a 95% stratified bootstrap interval (:mod:`rlpipe.tools.stats`);
+- with ``--baseline GROUP``, the probability that a run of the group beats a run of the baseline
+  on the same task (P(X > Y), Agarwal et al. 2021);
+- env steps and wall time until the first evaluation at or above the task's threshold (the
+  preset's ``env.stop_value``, or ``--threshold``): the median with its interval and how many
+  runs got there;
+- with ``--normalise``, the same aggregates over tasks of normalised scores (each task's runs
+  resampled on their own);
+- the settings behind each group's figures (library, algorithm, precision, ``flush_denormal``,
+  overrides, resumed runs, code), since a figure without them cannot be compared;
+- curves: per task, each group's mean evaluation against env steps with its 95% band.
+
+Output: markdown (printed), and with ``--out DIR`` also ``report.md``, ``report.json`` and
+``curves.png``. The figures are seeded, so the same files give the same report.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlpipe.errors import MissingDependencyError
+from rlpipe.tools import stats
+from rlpipe.tools.normalisation import Normaliser
+from rlpipe.tools.results import ResultError, RunResult
+from rlpipe.utils.plot import on_common_grid
+
+INTERVAL_NOTE = (f"[low, high]: {stats.CONFIDENCE:.0%} stratified percentile-bootstrap interval "
+                 f"({stats.RESAMPLES:,} resamples, scipy); IQM: mean of the middle 50% of runs (with under 4 "
+                 "runs it trims nothing and equals the mean)")
+
+
+@dataclass
+class TaskRow:
+    """One group on one task."""
+
+    group: str
+    task: str
+    seeds: list[int]
+    final: dict[str, stats.Estimate]
+    best: stats.Estimate
+    improvement: stats.Estimate | None = None
+    threshold: float | None = None
+    reached: int = 0
+    steps_to_threshold: stats.Estimate | None = None
+    wall_to_threshold: stats.Estimate | None = None
+
+
+@dataclass
+class AggregateRow:
+    """One group over every task it ran, on normalised scores."""
+
+    group: str
+    tasks: int
+    runs: int
+    final: dict[str, stats.Estimate]
+    improvement: stats.Estimate | None = None
+
+
+@dataclass
+class Report:
+    rows: list[TaskRow]
+    aggregates: list[AggregateRow]
+    settings: dict[str, dict[str, Any]]
+    baseline: str | None = None
+    normalisation: str | None = None
+    groups: dict[str, dict[str, list[RunResult]]] = field(default_factory=dict, repr=False)
+
+    def to_markdown(self) -> str:
+        return "\n".join(_markdown(self)) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        def estimates(values: dict[str, stats.Estimate]) -> dict[str, Any]:
+            return {name: estimate.as_dict() for name, estimate in values.items()}
+
+        def maybe(estimate: stats.Estimate | None) -> dict[str, Any] | None:
+            return estimate.as_dict() if estimate is not None else None
+
+        return {
+            "baseline": self.baseline, "normalisation": self.normalisation,
+            "confidence": stats.CONFIDENCE, "resamples": stats.RESAMPLES,
+            "tasks": [{"group": r.group, "task": r.task, "seeds": r.seeds, "final": estimates(r.final),
+                       "best_mean": r.best.as_dict(), "p_improvement": maybe(r.improvement),
+                       "threshold": r.threshold, "reached": r.reached,
+                       "env_steps_to_threshold": maybe(r.steps_to_threshold),
+                       "wall_time_s_to_threshold": maybe(r.wall_to_threshold)} for r in self.rows],
+            "normalised": [{"group": a.group, "tasks": a.tasks, "runs": a.runs, "final": estimates(a.final),
+                            "p_improvement": maybe(a.improvement)} for a in self.aggregates],
+            "settings": self.settings,
+        }
+
+    def write(self, out: Path) -> list[Path]:
+        """``report.md``, ``report.json`` and ``curves.png`` in ``out``; the paths written."""
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(self.to_markdown())
+        (out / "report.json").write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return [out / "report.md", out / "report.json", plot_curves(self, out / "curves.png")]
+
+
+def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunResult]]]:
+    """``{group: {task: [runs by seed]}}`` in the order groups first appear; a one-line
+    :class:`ResultError` when a group holds one seed twice on a task, or runs of other settings."""
+    groups: dict[str, dict[str, list[RunResult]]] = {}
+    first: dict[str, RunResult] = {}
+    for result in results:
+        runs = groups.setdefault(result.group, {}).setdefault(result.task, [])
+        if any(run.seed == result.seed for run in runs):
+            raise ResultError(f"group '{result.group}' has seed {result.seed} on {result.task} twice: give each "
+                              "results file once, or name one sweep's groups apart (rlpipe sweep --label)")
+        reference = first.setdefault(result.group, result)
+        for key in ("overrides", "precision", "flush_denormal", "algorithm"):
+            if reference.settings.get(key) != result.settings.get(key):
+                raise ResultError(f"group '{result.group}' mixes runs whose {key} differ "
+                                  f"({reference.settings.get(key)!r} and {result.settings.get(key)!r}); name "
+                                  "them apart with rlpipe sweep --label")
+        runs.append(result)
+    for tasks in groups.values():
+        for runs in tasks.values():
+            runs.sort(key=lambda run: run.seed)
+    return groups
+
+
+def build_report(results: Sequence[RunResult], baseline: str | None = None, normaliser: Normaliser | None = None,
+                 threshold: float | None = None, seed: int = 0) -> Report:
+    """The report of ``results`` (see the module's docstring); ``seed`` seeds every bootstrap."""
+    groups = group_results(results)
+    if baseline is not None and baseline not in groups:
+        raise ResultError(f"--baseline: no group '{baseline}' (groups: {', '.join(groups)})")
+    rows = [_task_row(group, task, runs, groups, baseline, threshold, seed)
+            for group, tasks in groups.items() for task, runs in tasks.items()]
+    aggregates = [_aggregate_row(group, tasks, groups, baseline, normaliser, seed)
+                  for group, tasks in groups.items()] if normaliser is not None else []
+    settings = {group: _settings(tasks) for group, tasks in groups.items()}
+    return Report(rows, aggregates, settings, baseline, normaliser.name if normaliser else None, groups)
+
+
+def _finals(runs: Sequence[RunResult]) -> np.ndarray:
+    return np.asarray([run.final for run in runs], dtype=np.float64)
+
+
+def _task_row(group: str, task: str, runs: list[RunResult], groups: dict[str, dict[str, list[RunResult]]],
+              baseline: str | None, threshold: float | None, seed: int) -> TaskRow:
+    finals = _finals(runs)
+    row = TaskRow(group, task, [run.seed for run in runs],
+                  {name: stats.bootstrap_estimate([finals], aggregate, seed)
+                   for name, aggregate in stats.AGGREGATES.items()},
+                  stats.bootstrap_estimate([np.asarray([run.best for run in runs])], stats.mean, seed))
+    other = groups.get(baseline or "", {}).get(task)
+    if baseline is not None and group != baseline and other:
+        row.improvement = stats.probability_of_improvement([finals], [_finals(other)], seed)
+    goal = threshold if threshold is not None else runs[0].threshold
+    if goal is not None:
+        reached = [run.first_reaching(goal) for run in runs]
+        row.threshold, row.reached = goal, sum(r is not None for r in reached)
+        row.steps_to_threshold = stats.censored_median(np.asarray([r[0] if r else math.inf for r in reached]), seed)
+        walls = [r[1] if r else math.inf for r in reached]
+        if all(wall is not None for wall in walls):
+            row.wall_to_threshold = stats.censored_median(np.asarray(walls, dtype=np.float64), seed)
+    return row
+
+
+def _aggregate_row(group: str, tasks: dict[str, list[RunResult]], groups: dict[str, dict[str, list[RunResult]]],
+                   baseline: str | None, normaliser: Normaliser, seed: int) -> AggregateRow:
+    strata = [np.asarray([normaliser(task, run.final) for run in runs]) for task, runs in tasks.items()]
+    row = AggregateRow(group, len(tasks), sum(len(runs) for runs in tasks.values()),
+                       {name: stats.bootstrap_estimate(strata, stats.pooled(aggregate), seed)
+                        for name, aggregate in stats.AGGREGATES.items()})
+    if baseline is not None and group != baseline:
+        shared = [task for task in tasks if task in groups[baseline]]
+        if shared:
+            row.improvement = stats.probability_of_improvement(
+                [_finals(tasks[t]) for t in shared], [_finals(groups[baseline][t]) for t in shared], seed)
+    return row
+
+
+def _settings(tasks: dict[str, list[RunResult]]) -> dict[str, Any]:
+    runs = [run for task_runs in tasks.values() for run in task_runs]
+    first = runs[0]
+    evaluation = (f"final policy, {first.final_eval_episodes} episodes" if first.final_eval is not None
+                  else f"last evaluation, {first.eval_episodes} episodes" if first.eval_episodes else "last evaluation")
+    return {
+        "library": first.library, "algorithm": first.settings.get("algorithm"),
+        "precision": first.settings.get("precision"), "flush_denormal": first.settings.get("flush_denormal"),
+        "overrides": first.settings.get("overrides", []), "budget_env_steps": first.budget_env_steps,
+        "final_figure": evaluation, "resumed": sum(bool(run.settings.get("resumed")) for run in runs),
+        "runs": len(runs), "code": sorted({run.source for run in runs}),
+    }
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "not reached" if value > 0 else "-inf"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _estimate(estimate: stats.Estimate | None, unit: str = "") -> str:
+    """``value unit [low, high]``; "not reached" stands for an infinite number of steps."""
+    if estimate is None:
+        return ""
+
+    def number(value: float) -> str:
+        return _number(value) + (unit if math.isfinite(value) else "")
+
+    if estimate.low is None or estimate.high is None:
+        return f"{number(estimate.value)} (no interval: 1 run)"
+    if math.isinf(estimate.value) and estimate.low == estimate.value:
+        return number(estimate.value)
+    return f"{number(estimate.value)} [{number(estimate.low)}, {number(estimate.high)}]"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return [f"| {' | '.join(header)} |", f"|{'---|' * len(header)}", *(f"| {' | '.join(row)} |" for row in rows)]
+
+
+def _markdown(report: Report) -> list[str]:
+    versus = [f"P(> {report.baseline})"] if report.baseline else []
+    lines = ["Final evaluation (per task):", ""]
+    lines += _table(["group", "task", "runs", "mean", "median", "IQM", "best, mean", *versus], [
+        [r.group, r.task, str(len(r.seeds)), *(_estimate(r.final[name]) for name in stats.AGGREGATES),
+         _estimate(r.best), *([_estimate(r.improvement)] if report.baseline else [])] for r in report.rows])
+    reaching = [r for r in report.rows if r.threshold is not None]
+    if reaching:
+        lines += ["", "Reaching the threshold (the first evaluation at or above it; median over runs):", ""]
+        lines += _table(["group", "task", "threshold", "reached", "env steps", "wall time"], [
+            [r.group, r.task, _number(r.threshold or 0.0), f"{r.reached}/{len(r.seeds)}",
+             _estimate(r.steps_to_threshold), _estimate(r.wall_to_threshold, " s") if r.wall_to_threshold
+             else "not logged"] for r in reaching])
+    if report.aggregates:
+        lines += ["", f"Normalised over tasks ({report.normalisation}; each task's runs resampled on their own):", ""]
+        lines += _table(["group", "tasks", "runs", "mean", "median", "IQM", *versus], [
+            [a.group, str(a.tasks), str(a.runs), *(_estimate(a.final[name]) for name in stats.AGGREGATES),
+             *([_estimate(a.improvement)] if report.baseline else [])] for a in report.aggregates])
+    lines += ["", "Settings:", ""]
+    lines += _table(["group", "library", "algorithm", "final figure", "precision", "flush_denormal", "budget",
+                     "resumed", "overrides", "code"], [
+        [group, s["library"], str(s["algorithm"]), s["final_figure"], str(s["precision"]), str(s["flush_denormal"]),
+         _number(s["budget_env_steps"]) if s["budget_env_steps"] else "", f"{s['resumed']}/{s['runs']}",
+         " ".join(f"`{o}`" for o in s["overrides"]), ", ".join(s["code"])] for group, s in report.settings.items()])
+    return [*lines, "", INTERVAL_NOTE]
+
+
+def plot_curves(report: Report, out: Path) -> Path:
+    """Per task a panel: each group's mean evaluation against env steps, with its 95% bootstrap band,
+    on the env steps where all its runs have data (nothing is extrapolated)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingDependencyError("rlpipe report's curves need matplotlib: pip install 'rlpipe[plot]'") from None
+    tasks = list(dict.fromkeys(task for tasks in report.groups.values() for task in tasks))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=True):
+        for group, group_tasks in report.groups.items():
+            runs = group_tasks.get(task)
+            if not runs:
+                continue
+            grid, values = on_common_grid([(run.env_step, run.value) for run in runs])
+            centre, low, high = stats.band(values)
+            (line,) = ax.plot(grid, centre, label=f"{group} ({len(runs)} run{'s' if len(runs) > 1 else ''})")
+            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.25, linewidth=0)
+        ax.set_title(task)
+        ax.set_xlabel("env steps")
+        metric = next(runs[0].metric for runs in (tasks.get(task) for tasks in report.groups.values()) if runs)
+        ax.set_ylabel("success rate" if metric == "success_rate" else "mean evaluation return")
+        ax.grid(alpha=0.3)
+        ax.legend(title="mean and 95% bootstrap band", fontsize="small")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
