@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rlpipe.config import ConfigError, load_config, preset_names
 from rlpipe.errors import RlpipeError
+from rlpipe.tools.report_options import add_report_arguments
 
 if TYPE_CHECKING:
     from rlpipe.entry.summary import RunSummary
@@ -120,15 +121,20 @@ def _parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="means, medians and IQMs of runs with 95%% bootstrap intervals, "
                             "thresholds, comparisons and curves")
-    report.add_argument("paths", type=Path, nargs="+",
-                        help="sweep directories, run directories or results files (.jsonl)")
-    report.add_argument("--baseline", default=None, help="a group to compare every other with (P(X > Y))")
-    report.add_argument("--normalise", default=None,
-                        help="aggregate over tasks on normalised scores: atari, minatar or a JSON/YAML file")
-    report.add_argument("--threshold", type=float, default=None,
-                        help="the figure to reach (default: each run's env.stop_value)")
+    add_report_arguments(report)
     report.add_argument("--out", type=Path, default=None, help="also write report.md, report.json and curves.png here")
-    report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    report.add_argument("--docs", type=Path, default=None,
+                        help="instead: rewrite the report blocks of this markdown file from their results files")
+    report.add_argument("--check", action="store_true",
+                        help="with --docs: change nothing, fail when a block differs from what its files give")
+
+    sb3 = sub.add_parser("import-sb3", help="append a Stable-Baselines3 run (its EvalCallback log) to a results file")
+    sb3.add_argument("log_dir", type=Path, help="the EvalCallback's log_path (holding evaluations.npz)")
+    sb3.add_argument("--group", required=True, help="the group it reports under, e.g. sb3-dqn")
+    sb3.add_argument("--task", required=True, help="the env id it trained on, e.g. MinAtar/Breakout-v1")
+    sb3.add_argument("--seed", type=int, required=True)
+    sb3.add_argument("--algorithm", default=None, help="the algorithm, for the report's settings")
+    sb3.add_argument("--out", type=Path, required=True, help="the results file (.jsonl) to append to")
 
     export = sub.add_parser("export", help="write a run's acting network as ONNX or TorchScript (the export extra)")
     export.add_argument("run", type=Path, help="run directory (its best, else final checkpoint) or checkpoint file")
@@ -265,16 +271,28 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from rlpipe.tools.normalisation import load_normaliser
-    from rlpipe.tools.report import build_report
-    from rlpipe.tools.results import collect_results
+    from rlpipe.tools.report import make_report
+    from rlpipe.tools.report_docs import update_report_blocks
+    from rlpipe.tools.report_options import options_from
 
-    normaliser = load_normaliser(args.normalise) if args.normalise else None
-    report = build_report(collect_results(args.paths), args.baseline, normaliser, args.threshold, args.seed)
+    if args.docs is not None:
+        stale = update_report_blocks(args.docs, check=args.check)
+        for block in stale:
+            print(f"{args.docs}: {'differs from its files' if args.check else 'rewritten'}: {block}")
+        return 1 if args.check and stale else 0
+    report = make_report(options_from(args))
     print(report.to_markdown(), end="")
     if args.out is not None:
         for path in report.write(args.out):
             print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _cmd_import_sb3(args: argparse.Namespace) -> int:
+    from rlpipe.tools.foreign import result_of_sb3
+    from rlpipe.tools.results import write_results
+
+    write_results(args.out, [result_of_sb3(args.log_dir, args.group, args.task, args.seed, args.algorithm)])
     return 0
 
 
@@ -290,7 +308,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 COMMANDS = {
     "train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "config": _cmd_config,
     "plot": _cmd_plot, "tune": _cmd_tune, "sweep": _cmd_sweep, "report": _cmd_report,
-    "export": _cmd_export,
+    "import-sb3": _cmd_import_sb3, "export": _cmd_export,
 }
 
 

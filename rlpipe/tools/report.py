@@ -32,8 +32,9 @@ import numpy as np
 
 from rlpipe.errors import MissingDependencyError
 from rlpipe.tools import stats
-from rlpipe.tools.normalisation import Normaliser
-from rlpipe.tools.results import ResultError, RunResult
+from rlpipe.tools.normalisation import Normaliser, load_normaliser
+from rlpipe.tools.report_options import ReportOptions
+from rlpipe.tools.results import ResultError, RunResult, collect_results
 from rlpipe.utils.plot import on_common_grid
 
 INTERVAL_NOTE = (f"[low, high]: {stats.CONFIDENCE:.0%} stratified percentile-bootstrap interval "
@@ -106,6 +107,19 @@ class Report:
         (out / "report.md").write_text(self.to_markdown())
         (out / "report.json").write_text(json.dumps(self.to_json(), indent=1) + "\n")
         return [out / "report.md", out / "report.json", plot_curves(self, out / "curves.png")]
+
+
+def make_report(options: ReportOptions) -> Report:
+    """Read the results :class:`ReportOptions` names and report them."""
+    results = collect_results(options.paths)
+    if options.groups:
+        known = list(dict.fromkeys(result.group for result in results))
+        missing = [group for group in options.groups if group not in known]
+        if missing:
+            raise ResultError(f"--group: no group '{missing[0]}' (groups: {', '.join(known)})")
+        results = [result for result in results if result.group in options.groups]
+    normaliser = load_normaliser(options.normalise) if options.normalise else None
+    return build_report(results, options.baseline, normaliser, options.threshold, options.seed)
 
 
 def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunResult]]]:

@@ -17,7 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from rlpipe.errors import MissingDependencyError
+
+try:
+    from scipy import stats
+except ImportError:
+    raise MissingDependencyError("rlpipe report needs scipy: pip install 'rlpipe[report]'") from None
 
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
@@ -97,9 +103,10 @@ def probability_of_improvement(x: Sequence[np.ndarray], y: Sequence[np.ndarray],
 
 
 def censored_median(steps: np.ndarray, seed: int = 0) -> Estimate:
-    """The median of ``steps`` (``inf`` for a run that never got there) with a 95% percentile-bootstrap
-    interval (numpy: interpolating between a step and infinity is undefined, so each percentile is
-    an order statistic). An end that is ``inf`` means the interval reaches "not reached"."""
+    """The median of ``steps`` (``inf`` for a run that never got there), read as the first step by which
+    at least half the runs got there (the lower middle value, as a survival curve's median), with a
+    95% percentile-bootstrap interval (numpy: interpolating between a step and infinity is undefined,
+    so each percentile is an order statistic). An ``inf`` end means the interval reaches "not reached"."""
     steps = np.asarray(steps, dtype=np.float64)
     value = float(np.quantile(steps, 0.5, method="inverted_cdf"))
     if len(steps) < 2:

@@ -282,7 +282,7 @@ def run_sweep(sweep: Sweep, where: Placement = Placement(), console: Console | N
     todo = [run for run in todo if run not in {run for run, _ in late}]
     total = len(sweep.runs())
     console.print(f"sweep {sweep.out}: {total} runs, {total - len(todo)} recorded already, {len(todo)} to run "
-                  f"({where.backend}, {where.jobs} at a time)")
+                  f"({where.backend}, {where.jobs} at a time)", soft_wrap=True, highlight=False)
     launcher: Launcher = _local_launcher if where.backend == "local" else _ray_launcher
     outcomes: list[RunOutcome] = []
     with graceful_stop() as stop, _bar(console, total, total - len(todo)) as advance:
@@ -290,7 +290,8 @@ def run_sweep(sweep: Sweep, where: Placement = Placement(), console: Console | N
             if outcome.result is not None:
                 write_results(results_path, [outcome.result])
             outcomes.append(outcome)
-            console.print(_finished_line(outcome, total - len(todo) + len(outcomes), total), highlight=False)
+            console.print(_finished_line(outcome, total - len(todo) + len(outcomes), total), highlight=False,
+                          soft_wrap=True)
             advance()
     if stop.received is not None:
         raise SweepStoppedError(stop.received.name)
