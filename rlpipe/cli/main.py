@@ -118,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--address", default=None, help="a running Ray cluster's address with --backend ray")
     sweep.add_argument("--label", default=None,
                        help="groups are named <preset>:<label> (to report the same preset under other overrides)")
+    sweep.add_argument("--final-episodes", type=_positive_int, default=None,
+                       help="evaluate each final policy over this many episodes after training (its final figure)")
 
     report = sub.add_parser("report", help="means, medians and IQMs of runs with 95%% bootstrap intervals, "
                             "thresholds, comparisons and curves")
@@ -261,7 +263,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     presets = [arg for arg in args.presets if "=" not in arg]
     overrides = [arg for arg in args.presets if "=" in arg]
     sweep = Sweep(tuple(dict.fromkeys(presets)), tuple(parse_seeds(args.seeds)), tuple(overrides), args.out,
-                  args.label)
+                  args.label, args.final_episodes)
     try:
         run_sweep(sweep, Placement(args.backend, args.jobs, args.address))
     except SweepStoppedError as err:

@@ -81,6 +81,8 @@ class SweepRun:
     seed: int
     group: str
     overrides: tuple[str, ...] = ()
+    final_episodes: int | None = None
+    """Episodes of a separate evaluation of the final policy after training (None: none)."""
 
     @property
     def name(self) -> str:
@@ -96,11 +98,14 @@ class Sweep:
     overrides: tuple[str, ...]
     out: Path
     label: str | None = None
+    final_episodes: int | None = None
+    """Evaluate each run's final policy over this many episodes after training (``rlpipe eval
+    --checkpoint final``): its figure then stands for the run's final one (Atari-100k's protocol)."""
 
     def runs(self) -> list[SweepRun]:
         suffix = f":{self.label}" if self.label else ""
-        return [SweepRun(preset, seed, f"{preset}{suffix}", self.overrides) for preset in self.presets
-                for seed in self.seeds]
+        return [SweepRun(preset, seed, f"{preset}{suffix}", self.overrides, self.final_episodes)
+                for preset in self.presets for seed in self.seeds]
 
     def check(self) -> None:
         """Every preset loads with the overrides (a one-line :class:`ConfigError` naming the key
@@ -113,19 +118,23 @@ class Sweep:
         for preset in self.presets:
             load_config(preset, self.overrides)
         manifest = self.out / MANIFEST
-        wanted = {"overrides": list(self.overrides), "label": self.label}
+        wanted = {"overrides": list(self.overrides), "label": self.label, "final_episodes": self.final_episodes}
         if manifest.is_file():
             found = json.loads(manifest.read_text())
             if found != wanted:
-                raise SweepError(f"sweep: {self.out} holds a sweep with overrides {found['overrides']} and label "
-                                 f"{found['label']!r}; give the same to continue it, or another --out")
+                held = ", ".join(f"{key} {value!r}" for key, value in found.items())
+                raise SweepError(f"sweep: {self.out} holds a sweep with {held}; give the same to continue it, or "
+                                 "another --out")
         else:
             self.out.mkdir(parents=True, exist_ok=True)
             manifest.write_text(json.dumps(wanted, indent=1) + "\n")
 
-    def command(self, run: SweepRun) -> list[str]:
-        """The ``rlpipe`` arguments that start or continue ``run`` from where its directory is."""
+    def command(self, run: SweepRun) -> list[str] | None:
+        """The ``rlpipe`` arguments that start or continue ``run`` from where its directory is; None
+        for a run that ended (the sweep was killed before it recorded it)."""
         run_dir = self.out / run.name
+        if _has_ended(run_dir):
+            return None
         if any((run_dir / "ckpt").glob("*.pth.tar")):
             return ["resume", str(run_dir), "--no-progress"]
         return ["train", run.preset, *run.overrides, f"seed={run.seed}", "--run-dir", str(run_dir), "--no-progress",
@@ -142,15 +151,33 @@ class RunOutcome:
     last_line: str = ""
 
 
-def run_one(out: str, run: SweepRun, arguments: list[str],
+def run_one(out: str, run: SweepRun, arguments: list[str] | None,
             on_start: Callable[[subprocess.Popen[bytes]], None] | None = None) -> dict[str, Any]:
-    """Train ``run`` in a child ``rlpipe`` process (its own session, one thread); its outcome as
-    plain data, since this is also the body of a Ray task. ``on_start`` is given the child, so a
-    signal can be passed on to it; a ``KeyboardInterrupt`` here (a Ray task cancelled) stops the
-    child gracefully and waits for its final checkpoint."""
+    """Train ``run`` in a child ``rlpipe`` process (its own session, one thread; ``arguments`` None:
+    it is trained already), evaluate its final policy if the run asks for it, and read its result;
+    its outcome as plain data, since this is also the body of a Ray task. ``on_start`` is given the
+    child, so a signal can be passed on to it; a ``KeyboardInterrupt`` here (a Ray task cancelled)
+    stops the child gracefully and waits for its final checkpoint."""
     out_dir = Path(out)
-    log = out_dir / "logs" / f"{run.name}.log"
+    run_dir, log = out_dir / run.name, out_dir / "logs" / f"{run.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
+    returncode = 0 if arguments is None else _child(arguments, log, on_start)
+    final_eval = None
+    if returncode == 0 and run.final_episodes is not None:
+        evaluation = ["eval", str(run_dir), "--checkpoint", "final", "--episodes", str(run.final_episodes)]
+        returncode = _child(evaluation, log, on_start)
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    outcome: dict[str, Any] = {"returncode": returncode, "last_line": lines[-1] if lines else ""}
+    if returncode == 0:
+        if run.final_episodes is not None:  # what `rlpipe eval` printed last: one JSON object
+            final_eval = json.loads(next(line for line in reversed(lines) if line.startswith("{")))
+        resumed = "$ rlpipe resume " in log.read_text(errors="replace")
+        outcome["result"] = result_of_run(run_dir, run.group, run.overrides, resumed, final_eval).to_json()
+    return outcome
+
+
+def _child(arguments: list[str], log: Path, on_start: Callable[[subprocess.Popen[bytes]], None] | None) -> int:
+    """Run ``rlpipe ARGUMENTS`` with its output appended to ``log``; its exit status."""
     with log.open("a") as sink:
         sink.write(f"$ rlpipe {' '.join(arguments)}\n")
         sink.flush()
@@ -160,16 +187,10 @@ def run_one(out: str, run: SweepRun, arguments: list[str],
         if on_start is not None:
             on_start(child)
         try:
-            returncode = child.wait()
+            return child.wait()
         except KeyboardInterrupt:
             child.send_signal(signal.SIGINT)
-            returncode = child.wait()
-    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-    outcome: dict[str, Any] = {"returncode": returncode, "last_line": lines[-1] if lines else ""}
-    if returncode == 0:
-        resumed = arguments[0] == "resume"
-        outcome["result"] = result_of_run(out_dir / run.name, run.group, run.overrides, resumed).to_json()
-    return outcome
+            return child.wait()
 
 
 def _outcome(run: SweepRun, data: dict[str, Any]) -> RunOutcome:
@@ -177,18 +198,16 @@ def _outcome(run: SweepRun, data: dict[str, Any]) -> RunOutcome:
     return RunOutcome(run, result, data["returncode"], data["last_line"])
 
 
-def _finished_earlier(sweep: Sweep, run: SweepRun) -> RunResult | None:
-    """The result of a run that ended but was not recorded (the sweep was killed just after it):
-    its summary says it solved or spent its budget, no signal stopped it, and its final checkpoint is there."""
-    run_dir = sweep.out / run.name
+def _has_ended(run_dir: Path) -> bool:
+    """Whether the run in ``run_dir`` ended (a sweep killed right after it did not record it): its
+    summary says it solved or spent its budget, no signal stopped it, and its final checkpoint is there."""
     if not (run_dir / "summary.json").is_file() or not any((run_dir / "ckpt").glob("final.*")):
-        return None
+        return False
     summary = json.loads((run_dir / "summary.json").read_text())
     cfg = load_config(run_dir / "config.yaml")
     spent = summary["env_step"] >= cfg.run.max_env_step or (
         cfg.run.max_train_iter is not None and summary["train_iter"] >= cfg.run.max_train_iter)
-    ended = spent or (summary["solved"] and cfg.run.stop_on_solve)
-    return result_of_run(run_dir, run.group, run.overrides) if ended and summary["stopped_by"] is None else None
+    return (spent or (summary["solved"] and cfg.run.stop_on_solve)) and summary["stopped_by"] is None
 
 
 @dataclass(frozen=True)
@@ -277,9 +296,6 @@ def run_sweep(sweep: Sweep, where: Placement = Placement(), console: Console | N
     results_path = sweep.out / RESULTS_FILE
     recorded = {(r.group, r.seed) for r in read_results(results_path)} if results_path.is_file() else set()
     todo = [run for run in sweep.runs() if (run.group, run.seed) not in recorded]
-    late = [(run, result) for run in todo if (result := _finished_earlier(sweep, run)) is not None]
-    write_results(results_path, [result for _, result in late])
-    todo = [run for run in todo if run not in {run for run, _ in late}]
     total = len(sweep.runs())
     console.print(f"sweep {sweep.out}: {total} runs, {total - len(todo)} recorded already, {len(todo)} to run "
                   f"({where.backend}, {where.jobs} at a time)", soft_wrap=True, highlight=False)

@@ -72,6 +72,15 @@ def test_a_label_names_the_groups(tmp_path):
     assert record.group == "cartpole-dqn:noflush" and record.settings["flush_denormal"] is False
 
 
+def test_the_final_policy_is_evaluated_apart_when_asked(tmp_path):
+    run_sweep(Sweep(("cartpole-dqn",), (0,), tuple(TINY_RUN), tmp_path, final_episodes=3))
+    (record,) = read_results(tmp_path / "results.jsonl")
+    assert record.final_eval_episodes == 3 and record.final == record.final_eval is not None
+    assert "$ rlpipe eval " in (tmp_path / "logs" / "cartpole-dqn-seed0.log").read_text()
+    with pytest.raises(SweepError, match="holds a sweep with .* final_episodes 3"):
+        run_sweep(Sweep(("cartpole-dqn",), (0,), tuple(TINY_RUN), tmp_path, final_episodes=5))
+
+
 def test_a_failed_run_is_named_and_the_others_finish(tmp_path, capsys):
     # a run whose env id names a module that does not exist fails in its own process
     assert main(["sweep", "cartpole-dqn", *TINY_RUN, "env.env_id=no_such_module:Env-v0", "--seeds", "0-1",
@@ -79,7 +88,7 @@ def test_a_failed_run_is_named_and_the_others_finish(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "[2/2] cartpole-dqn seed 1: FAILED (exit status 2): rlpipe train: error: config key 'env.env_id'" in out
     assert err.startswith("rlpipe sweep: error: sweep: 2 of 2 runs failed, first cartpole-dqn-seed0 (exit status 2")
-    assert err.count("\n") == 1 and not (tmp_path / "results.jsonl").read_text()
+    assert err.count("\n") == 1 and not (tmp_path / "results.jsonl").exists()
 
 
 RUN = [*TINY_RUN, "run.max_env_step=6000", "run.save_freq=10", "run.stop_on_solve=false"]
