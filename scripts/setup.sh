@@ -6,9 +6,9 @@
 # multi-GB CUDA build), or with the word `cuda` among the
 # arguments a CUDA build from PyTorch's wheel index for the CUDA version in RLPIPE_CUDA
 # (default cu128: the index https://download.pytorch.org/whl/cu128; your driver must support it).
-# rlpipe is installed editable, so code changes need no reinstall: when pyproject.toml, the
-# extras and the torch build asked for are the same as at the last successful setup, the
-# install is skipped. RLPIPE_SETUP_DRY_RUN=1 prints the commands instead of running them.
+# rlpipe is installed editable, so code changes need no reinstall: when pyproject.toml and the
+# torch build are the same as at the last successful setup and it installed the extras asked for
+# already, the install is skipped. RLPIPE_SETUP_DRY_RUN=1 prints the commands instead of running them.
 # Usage: scripts/setup.sh [cuda,][extra,...]   e.g. scripts/setup.sh test   or   scripts/setup.sh cuda,mujoco
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,14 +34,23 @@ run() {
   if [ -n "$dry_run" ]; then echo "+ $*"; else "$@"; fi
 }
 
+# The stamp holds what the last successful setup installed: line 1 the pyproject.toml digest and the
+# torch build, line 2 its extras. Extras only grow: those installed before stay in every later
+# install, so `scripts/train.sh` after `scripts/test.sh` (whose extras include train.sh's) installs nothing.
 stamp=".venv/.rlpipe-setup"
-wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) extras=[${extras}] ${torch_args[*]}"
-if [ -z "$dry_run" ] && [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
-  echo "setup: .venv is up to date (same pyproject.toml, extras [${extras}], torch ${build}); nothing to install"
+base="$(sha256sum pyproject.toml | cut -d' ' -f1) ${torch_args[*]}"
+previous=""
+if [ -z "$dry_run" ] && [ -f "$stamp" ]; then previous="$(sed -n 2p "$stamp")"; fi
+extras="$(printf '%s\n' ${previous//,/ } ${extras//,/ } | sort -u | paste -sd, -)"
+if [ -z "$dry_run" ] && [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(sed -n 1p "$stamp")" = "$base" ] \
+    && [ "$previous" = "$extras" ]; then
+  echo "setup: .venv is up to date (same pyproject.toml and torch ${build}, extras [${extras}]); nothing to install"
   exit 0
 fi
-echo "setup: creating .venv and installing torch ${torch_version} (${build}), then rlpipe${extras:+[${extras}]} (editable)"
-run python3 -m venv .venv
+echo "setup: installing torch ${torch_version} (${build}), then rlpipe${extras:+[${extras}]} (editable) into .venv"
+if [ ! -x .venv/bin/python ]; then
+  run python3 -m venv .venv
+fi
 run .venv/bin/python -m pip install --quiet --upgrade pip
 if [ "$build" = "cpu" ] && [ -z "$dry_run" ] \
     && .venv/bin/python -m pip install --quiet --no-index --no-deps "torch==${torch_version}+cpu" 2>/dev/null; then
@@ -55,6 +64,6 @@ else
   run .venv/bin/python -m pip install --quiet -e .
 fi
 if [ -z "$dry_run" ]; then
-  echo "$wanted" > "$stamp"
+  printf '%s\n%s\n' "$base" "$extras" > "$stamp"
 fi
 echo "setup: done"

@@ -73,8 +73,7 @@ def test_video_error_is_a_user_error():
 
 
 def test_an_mp4_holds_every_frame(cartpole_run, tmp_path):
-    pytest.importorskip("imageio_ffmpeg")
-    import imageio.v2 as imageio
+    import imageio.v2 as imageio  # the test extra installs imageio and imageio-ffmpeg (its ffmpeg binary)
 
     result = evaluate_run(cartpole_run, episodes=1, video=tmp_path / "agent.mp4")
     reader = imageio.get_reader(tmp_path / "agent.mp4")

@@ -33,11 +33,16 @@ def test_dueling_head_combines_value_and_centred_advantage():
     torch.testing.assert_close(q - v, adv - adv.mean(dim=1, keepdim=True))
 
 
-def test_gradients_reach_every_parameter():
+@pytest.mark.parametrize("dueling", [False, True])
+def test_gradients_reach_every_parameter(dueling):
     torch.manual_seed(0)
-    model = DQN(4, 2, dueling=True)
-    model(torch.randn(8, 4)).sum().backward()
-    assert all(p.grad is not None for p in model.parameters())
+    model = DQN(4, 3, dueling=dueling)
+    q = model(torch.randn(8, 4))
+    # a loss on one action's value, as the TD loss is: the sum over actions would give the dueling
+    # advantage head no gradient at all (q sums to 3 v there, whatever the advantages)
+    q[:, 0].sum().backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
 
 
 def test_wrong_observation_size_names_both_shapes():

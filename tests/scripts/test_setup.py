@@ -31,3 +31,38 @@ def dry_run(argument: str, **env: str) -> list[str]:
 def test_the_torch_build_and_the_extras(argument, env, torch, rlpipe):
     assert dry_run(argument, **env) == ["--upgrade pip", torch, rlpipe]
 
+
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+echo "$*" >> "$(dirname "$0")/../calls"
+"""
+"""Stands in for .venv/bin/python: records each pip call and succeeds (so nothing is installed)."""
+
+
+def setup_calls(repo: Path, extras: str) -> list[str]:
+    """The pip calls a real (not dry) ``setup.sh EXTRAS`` makes in ``repo``, whose .venv holds the fake python."""
+    calls = repo / ".venv" / "calls"
+    calls.unlink(missing_ok=True)
+    subprocess.run(["bash", str(repo / "scripts" / "setup.sh"), extras], cwd=repo, check=True, capture_output=True)
+    return calls.read_text().splitlines() if calls.is_file() else []
+
+
+def test_extras_only_grow_so_train_after_test_installs_nothing(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "setup.sh").write_text(SCRIPT.read_text())
+    (tmp_path / "pyproject.toml").write_text((SCRIPT.parents[1] / "pyproject.toml").read_text())
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    test_sh, train_sh = "test,dev,plot", "plot"  # what scripts/test.sh and scripts/train.sh ask for
+    assert "test,dev,plot" in (SCRIPT.parent / "test.sh").read_text()
+    assert 'scripts/setup.sh plot' in (SCRIPT.parent / "train.sh").read_text()
+    first = setup_calls(tmp_path, test_sh)
+    assert first[-1] == "-m pip install --quiet -e .[dev,plot,test]"
+    assert setup_calls(tmp_path, train_sh) == [] and setup_calls(tmp_path, test_sh) == []
+    grown = setup_calls(tmp_path, "mujoco")  # a new extra: installed with every earlier one
+    assert grown[-1] == "-m pip install --quiet -e .[dev,mujoco,plot,test]"
+    assert setup_calls(tmp_path, "") == []
+    (tmp_path / "pyproject.toml").write_text((tmp_path / "pyproject.toml").read_text() + "\n# changed\n")
+    assert setup_calls(tmp_path, "")[-1] == "-m pip install --quiet -e .[dev,mujoco,plot,test]"
