@@ -27,7 +27,8 @@ sides of each speed ratio are measured in alternating rounds and the best round 
 
 The transitions are ``benchmarks/frames.py``'s synthetic Atari stream (8 envs, one new 84x84
 frame per env step, 400-step episodes): what the buffers hold, not what the network learns from,
-decides these costs. Needs the ``atari`` and ``bench`` extras (ale-py, stable-baselines3).
+decides these costs. Needs the ``atari`` and ``bench`` extras (ale-py, stable-baselines3); without
+stable-baselines3 its side is skipped (one line says so) and the SB3 figures are null.
 
 Usage: ``python benchmarks/atari.py [--skip-1m] [--quick]``. The last line printed is JSON.
 """
@@ -49,6 +50,7 @@ import numpy as np
 import torch
 from collector import timed_collection  # benchmarks/collector.py and frames.py: this script's folder is on the path
 from frames import ENVS, atari_steps
+from peers import peer_installed
 
 from rlpipe.config import Config, load_config
 from rlpipe.data import DequeBuffer
@@ -110,15 +112,17 @@ def sb3_dqn(cfg: Config, network: torch.nn.Module, buffer_size: int):
 
 
 def fill_both(buffer: DequeBuffer, sb3_buffer, size: int) -> None:
-    """Push the same ``size`` synthetic transitions (``ENVS`` per vector step) into both buffers."""
+    """Push the same ``size`` synthetic transitions (``ENVS`` per vector step) into both buffers
+    (into rlpipe's alone if ``sb3_buffer`` is None)."""
     steps = atari_steps(400)
     pushed = 0
     while pushed < size:
         rows = next(steps)
         buffer.push_batch(rows, {"train_iter_data_collected": np.zeros(ENVS, dtype=np.int64)})
         done = rows["terminated"] | rows["truncated"]
-        sb3_buffer.add(rows["obs"], rows["next_obs"], rows["action"][:, None], rows["reward"], done,
-                       [{} for _ in range(ENVS)])
+        if sb3_buffer is not None:
+            sb3_buffer.add(rows["obs"], rows["next_obs"], rows["action"][:, None], rows["reward"], done,
+                           [{} for _ in range(ENVS)])
         pushed += ENVS
 
 
@@ -127,8 +131,8 @@ def best_rate(measure, rounds: int) -> float:
 
 
 def update_rates(learners: Mapping[str, OffPolicyLearner], model, updates: int, rounds: int) -> dict[str, float]:
-    """Updates/s of each of rlpipe's ``learners`` (by name) and of SB3's ``DQN.train`` (``sb3``), best of
-    ``rounds`` rounds in which each runs in turn."""
+    """Updates/s of each of rlpipe's ``learners`` (by name) and of SB3's ``DQN.train`` (``sb3``, unless
+    ``model`` is None), best of ``rounds`` rounds in which each runs in turn."""
 
     def ours(learner: OffPolicyLearner) -> float:
         ctx = OnlineRLContext()
@@ -144,7 +148,8 @@ def update_rates(learners: Mapping[str, OffPolicyLearner], model, updates: int, 
         return updates / (time.perf_counter() - start)
 
     measures: dict[str, Callable[[], float]] = {name: partial(ours, learner) for name, learner in learners.items()}
-    measures["sb3"] = sb3
+    if model is not None:
+        measures["sb3"] = sb3
     for measure in measures.values():  # warm-up: first calls allocate
         measure()
     best = dict.fromkeys(measures, 0.0)
@@ -154,8 +159,9 @@ def update_rates(learners: Mapping[str, OffPolicyLearner], model, updates: int, 
     return best
 
 
-def sample_rates(buffer: DequeBuffer, sb3_buffer, calls: int, rounds: int) -> tuple[float, float]:
-    """``sample(32)`` calls per second of both buffers, best of ``rounds`` alternating rounds."""
+def sample_rates(buffer: DequeBuffer, sb3_buffer, calls: int, rounds: int) -> tuple[float, float | None]:
+    """``sample(32)`` calls per second of both buffers, best of ``rounds`` alternating rounds (SB3's
+    None if ``sb3_buffer`` is)."""
 
     def timed(sample) -> float:
         start = time.perf_counter()
@@ -163,6 +169,9 @@ def sample_rates(buffer: DequeBuffer, sb3_buffer, calls: int, rounds: int) -> tu
             sample(BATCH)
         return calls / (time.perf_counter() - start)
 
+    if sb3_buffer is None:
+        buffer.sample_batch(BATCH)  # warm-up: the first call compiles rlpipe's sampler
+        return max(timed(buffer.sample_batch) for _ in range(rounds)), None
     buffer.sample_batch(BATCH), sb3_buffer.sample(BATCH)  # warm-up: the first call compiles rlpipe's sampler
     rates = [(timed(buffer.sample_batch), timed(sb3_buffer.sample)) for _ in range(rounds)]
     return max(r[0] for r in rates), max(r[1] for r in rates)
@@ -229,12 +238,14 @@ def main() -> None:
     torch.manual_seed(0)
     policy = make_policy(cfg)
     buffer = make_buffer(cfg)
-    model = sb3_dqn(cfg, policy.model, args.buffer)
-    fill_both(buffer, model.replay_buffer, args.buffer)
+    model = sb3_dqn(cfg, policy.model, args.buffer) if peer_installed("stable_baselines3") else None
+    sb3_buffer = None if model is None else model.replay_buffer
+    fill_both(buffer, sb3_buffer, args.buffer)
 
-    ours_sample, sb3_sample = sample_rates(buffer, model.replay_buffer, args.sample_calls, args.rounds)
-    print(f"sample(32), full {args.buffer:,} buffer: rlpipe {1e6 / ours_sample:.0f} us, "
-          f"SB3 {1e6 / sb3_sample:.0f} us ({ours_sample / sb3_sample:.2f}x, goal >= 1.5)")
+    ours_sample, sb3_sample = sample_rates(buffer, sb3_buffer, args.sample_calls, args.rounds)
+    sample_ratio = None if sb3_sample is None else round(ours_sample / sb3_sample, 3)
+    sb3_text = "skipped" if sb3_sample is None else f"{1e6 / sb3_sample:.0f} us ({sample_ratio:.2f}x, goal >= 1.5)"
+    print(f"sample(32), full {args.buffer:,} buffer: rlpipe {1e6 / ours_sample:.0f} us, SB3 {sb3_text}")
     learners = {"fp32": OffPolicyLearner(cfg, policy.learn_mode, buffer)}
     no_bf16 = bf16_fallback_reason(torch.device("cpu"))
     if no_bf16 is None:
@@ -242,13 +253,15 @@ def main() -> None:
         torch.manual_seed(0)  # the same initial weights
         learners["bf16"] = OffPolicyLearner(bf16_cfg, make_policy(bf16_cfg).learn_mode, buffer)
     rates = update_rates(learners, model, args.updates, args.rounds)
-    sb3_update = rates["sb3"]
-    print(f"Nature CNN updates (batch 32): rlpipe {rates['fp32']:.2f}/s, SB3 {sb3_update:.2f}/s "
-          f"({rates['fp32'] / sb3_update:.2f}x, goal >= 1.3)")
+    sb3_update = rates.get("sb3")
+    update_ratio = None if sb3_update is None else round(rates["fp32"] / sb3_update, 3)
+    sb3_text = "skipped" if sb3_update is None else f"{sb3_update:.2f}/s ({update_ratio:.2f}x, goal >= 1.3)"
+    print(f"Nature CNN updates (batch 32): rlpipe {rates['fp32']:.2f}/s, SB3 {sb3_text}")
     bf16_ratio = None
     if no_bf16 is None:
-        bf16_ratio = round(rates["bf16"] / sb3_update, 3)
-        print(f"  with bf16-mixed products: rlpipe {rates['bf16']:.2f}/s ({bf16_ratio:.2f}x SB3's float32)")
+        bf16_ratio = None if sb3_update is None else round(rates["bf16"] / sb3_update, 3)
+        versus = "" if bf16_ratio is None else f" ({bf16_ratio:.2f}x SB3's float32)"
+        print(f"  with bf16-mixed products: rlpipe {rates['bf16']:.2f}/s{versus}")
     else:
         print(f"  bf16-mixed not measured: {no_bf16}")
     del model, buffer, learners  # the collectors need no buffers
@@ -261,14 +274,16 @@ def main() -> None:
     print(f"collection, 8 Pong envs, greedy: rlpipe {ours_collect:.0f} env steps/s, bare ale-py {bare:.0f} "
           f"({ours_collect / bare:.2f}x, goal >= 0.9)")
     print(json.dumps({
-        "update_sb3_ratio": round(rates["fp32"] / sb3_update, 3),
-        "rlpipe_updates_per_s": round(rates["fp32"], 2), "sb3_updates_per_s": round(sb3_update, 2),
+        "update_sb3_ratio": update_ratio,
+        "rlpipe_updates_per_s": round(rates["fp32"], 2),
+        "sb3_updates_per_s": None if sb3_update is None else round(sb3_update, 2),
         "update_bf16_sb3_ratio": bf16_ratio,
         "rlpipe_bf16_updates_per_s": round(rates["bf16"], 2) if "bf16" in rates else None,
         "collector_ratio": round(ours_collect / bare, 3),
         "collector_env_steps_per_s": round(ours_collect), "bare_ale_env_steps_per_s": round(bare),
-        "sample_sb3_ratio": round(ours_sample / sb3_sample, 3),
-        "rlpipe_sample32_us": round(1e6 / ours_sample, 1), "sb3_sample32_us": round(1e6 / sb3_sample, 1),
+        "sample_sb3_ratio": sample_ratio,
+        "rlpipe_sample32_us": round(1e6 / ours_sample, 1),
+        "sb3_sample32_us": None if sb3_sample is None else round(1e6 / sb3_sample, 1),
         "sampled_buffer": args.buffer,
         "bytes_per_transition": memory["bytes_per_transition"], "bytes_transitions": memory["transitions"],
     }))

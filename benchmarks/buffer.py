@@ -17,7 +17,8 @@ weights (returned with the batch), and write 256 new priorities.
 
 Baselines: a plain numpy ring (the floor: no API, no checks), and when importable (the
 ``bench`` extra) Stable-Baselines3's ``ReplayBuffer`` and Tianshou's ``ReplayBuffer`` /
-``VectorReplayBuffer`` / ``PrioritizedReplayBuffer``, each used as its docs show. Rates are
+``VectorReplayBuffer`` / ``PrioritizedReplayBuffer``, each used as its docs show (a library that
+is not installed is skipped, one line says so, and its figures are null). Rates are
 items per second; sampling ratios compare rlpipe's ``replace=True`` (what the others do),
 and ``sample_no_replace_*`` its default ``replace=False``; every ratio is rlpipe's rate
 over the other's (> 1: rlpipe is faster), except ``memory_vs_raw_ratio`` (bytes per
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from peers import peer_installed  # benchmarks/peers.py: this script's folder is on the path
 
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 
@@ -191,12 +193,16 @@ def bench_floor(d: dict[str, np.ndarray], n: int, samples: int) -> dict[str, flo
 
 
 # ---- libraries ------------------------------------------------------------------------------
-def bench_sb3(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> dict[str, float] | None:
-    try:
-        import gymnasium as gym
-        from stable_baselines3.common.buffers import ReplayBuffer
-    except ImportError:
-        return None
+LIBRARY_FIGURES = {"numpy_floor": ("push_single", "push_batch8", "sample", "bytes"),
+                   "sb3": ("push_single", "push_batch8", "sample", "bytes"),
+                   "tianshou": ("push_single", "push_batch8", "sample", "prio")}
+"""What each baseline's side measures (a library's figures are null when it is not installed)."""
+
+
+def bench_sb3(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> dict[str, float]:
+    import gymnasium as gym
+    from stable_baselines3.common.buffers import ReplayBuffer
+
     obs_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
     act_space = gym.spaces.Discrete(2)
     obs, nobs, act, rew = d["obs"], d["next_obs"], d["action"], d["reward"]
@@ -233,11 +239,9 @@ def bench_sb3(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> di
     return out
 
 
-def bench_tianshou(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> dict[str, float] | None:
-    try:
-        from tianshou.data import Batch, ReplayBuffer, VectorReplayBuffer
-    except ImportError:
-        return None
+def bench_tianshou(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) -> dict[str, float]:
+    from tianshou.data import Batch, ReplayBuffer, VectorReplayBuffer
+
     obs, nobs, act, rew, term, trunc = (d[k] for k in FIELDS)
     out = {}
     rb = ReplayBuffer(n)
@@ -276,12 +280,10 @@ def bench_tianshou(d: dict[str, np.ndarray], n: int, push_n: int, samples: int) 
     return out
 
 
-def tianshou_prio_rounds(d: dict[str, np.ndarray], n: int, rounds: int) -> Callable[[int], None] | None:
+def tianshou_prio_rounds(d: dict[str, np.ndarray], n: int, rounds: int) -> Callable[[int], None]:
     """The same rounds as :func:`rlpipe_prio_rounds` on Tianshou's PrioritizedReplayBuffer."""
-    try:
-        from tianshou.data import Batch, PrioritizedReplayBuffer
-    except ImportError:
-        return None
+    from tianshou.data import Batch, PrioritizedReplayBuffer
+
     obs, nobs, act, rew, term, trunc = (d[k] for k in FIELDS)
     done = term | trunc
     prb = PrioritizedReplayBuffer(n, alpha=0.6, beta=0.4)
@@ -312,17 +314,18 @@ def main() -> None:
     if args.quick:
         args.n, args.lib_push_n, args.samples, args.prio_rounds = 20_000, 4_000, 500, 500
     push_n = min(args.lib_push_n, args.n)
+    have_sb3, have_tianshou = peer_installed("stable_baselines3"), peer_installed("tianshou")
     data = cartpole(args.n)
-    results = {
-        "rlpipe": bench_rlpipe(data, args.n, args.samples),
+    ours = bench_rlpipe(data, args.n, args.samples)
+    results: dict[str, dict[str, float] | None] = {
+        "rlpipe": ours,
         "numpy_floor": bench_floor(data, args.n, args.samples),
-        "sb3": bench_sb3(data, args.n, push_n, args.samples),
-        "tianshou": bench_tianshou(data, args.n, push_n, args.samples),
+        "sb3": bench_sb3(data, args.n, push_n, args.samples) if have_sb3 else None,
+        "tianshou": bench_tianshou(data, args.n, push_n, args.samples) if have_tianshou else None,
     }
     prio_rounds = {"rlpipe": rlpipe_prio_rounds(data, args.n, args.prio_rounds)}
-    tianshou_prio = tianshou_prio_rounds(data, args.n, args.prio_rounds)
-    if tianshou_prio is not None:
-        prio_rounds["tianshou"] = tianshou_prio
+    if have_tianshou:
+        prio_rounds["tianshou"] = tianshou_prio_rounds(data, args.n, args.prio_rounds)
     for name, prio_rate in best_rates(args.prio_rounds, prio_rounds).items():
         results[name]["prio"] = prio_rate  # type: ignore[index]
     print(
@@ -330,11 +333,10 @@ def main() -> None:
     )
     for name, res in results.items():
         if res is None:
-            print(f"{name:12s} not installed (pip install -e .[bench])")
+            print(f"{name:12s} skipped: not installed")
             continue
         cells = [res.get(k) for k in ("push_single", "push_batch8", "sample", "prio", "bytes")]
         print(f"{name:12s} " + " ".join(f"{c:>12,.0f}" if c is not None else f"{'-':>12s}" for c in cells))
-    ours = results["rlpipe"]
     figures: dict[str, Any] = {
         "n": args.n,
         "lib_push_n": push_n,
@@ -342,22 +344,19 @@ def main() -> None:
         **{f"rlpipe_{k}": round(v, 1) for k, v in ours.items()},
         "memory_vs_raw_ratio": round(ours["bytes"] / RAW_BYTES, 3),
     }
-    for name in ("numpy_floor", "sb3", "tianshou"):
+    for name, keys in LIBRARY_FIGURES.items():
         res = results[name]
-        if res is None:
-            continue
-        for key in ("push_single", "push_batch8", "sample", "prio"):
-            if key in res:
+        for key in keys:
+            theirs = None if res is None else res[key]  # None: a library that is not installed
+            figures[f"{name}_{key}"] = None if theirs is None else round(theirs, 1)
+            if key != "bytes":
                 # the others sample with replacement: compare with rlpipe doing the same
                 mine = ours["sample_replace"] if key == "sample" else ours[key]
-                figures[f"{name}_{key}"] = round(res[key], 1)
-                figures[f"{key}_vs_{name}_ratio"] = round(mine / res[key], 3)
-        if "bytes" in res:
-            figures[f"{name}_bytes"] = round(res["bytes"], 1)
-    libs = [results[k]["sample"] for k in ("sb3", "tianshou") if results[k] is not None]
-    if libs:
-        figures["sample_vs_fastest_lib_ratio"] = round(ours["sample_replace"] / max(libs), 3)
-        figures["sample_no_replace_vs_fastest_lib_ratio"] = round(ours["sample"] / max(libs), 3)
+                figures[f"{key}_vs_{name}_ratio"] = None if theirs is None else round(mine / theirs, 3)
+    libs = [lib["sample"] for lib in (results["sb3"], results["tianshou"]) if lib is not None]
+    fastest = max(libs) if libs else None
+    figures["sample_vs_fastest_lib_ratio"] = None if fastest is None else round(ours["sample_replace"] / fastest, 3)
+    figures["sample_no_replace_vs_fastest_lib_ratio"] = None if fastest is None else round(ours["sample"] / fastest, 3)
     print(json.dumps(figures))
 
 

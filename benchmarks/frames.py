@@ -18,7 +18,7 @@ Measured in this process:
 - ``sample32_us``: median time of ``sample_batch(32)`` (obs and next_obs stacks rebuilt) on
   the full buffer, and ``sample32_floor_us``: bare numpy indexing of as many frames (the copy alone).
 
-Usage: ``python benchmarks/frames.py [--transitions N]``. The last line printed is JSON.
+Usage: ``python benchmarks/frames.py [--transitions N] [--quick]``. The last line printed is JSON.
 """
 
 from __future__ import annotations
@@ -143,7 +143,10 @@ def main() -> None:
     parser.add_argument("--episode-steps", type=int, default=400, help="mean episode length")
     parser.add_argument("--nstep", type=int, default=1, help="n-step return of the rows")
     parser.add_argument("--sample-calls", type=int, default=2000, help="sample_batch(32) calls timed")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
     args = parser.parse_args()
+    if args.quick:
+        args.transitions, args.sample_calls = 5_000, 20
     figures = fill(args.transitions, args.episode_steps, args.nstep, max(args.sample_calls, 1))
     print(f"{figures['transitions']:,} transitions of 4x84x84 uint8 stacks ({args.episode_steps}-step episodes, "
           f"n-step {args.nstep}): {figures['bytes_per_transition']:,.0f} bytes each "

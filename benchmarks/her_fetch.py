@@ -15,8 +15,9 @@ The two runs go at the same time, each in its own process on its own core (the m
 has two), so that the load of a shared host falls on both alike; ``--one-at-a-time`` runs
 them one after the other instead.
 
-Needs the ``robotics`` and ``bench`` extras. Usage: ``python benchmarks/her_fetch.py
-[--steps N] [--eval-every N] [--seed S]``. The last line printed is JSON.
+Needs the ``robotics`` and ``bench`` extras; without stable-baselines3 only rlpipe's run is made
+(one line says so) and SB3's figures are null. Usage: ``python benchmarks/her_fetch.py [--steps N]
+[--eval-every N] [--seed S] [--quick]``. The last line printed is JSON.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
+from peers import peer_installed  # benchmarks/peers.py: this script's folder is on the path
 
 from rlpipe.config import load_config
 from rlpipe.entry import train
@@ -116,26 +118,36 @@ def main() -> None:
     parser.add_argument("--one-at-a-time", action="store_true", help="run rlpipe, then SB3 (default: both at once)")
     parser.add_argument("--updates-per-episode", type=int, default=None,
                         help="rlpipe's gradient updates per 50-step episode (default: the preset's 25; SB3 does 50)")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test)")
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.eval_every = 1_200, 600  # 1,000 random steps, then 200 with updates
     updates = args.updates_per_episode or load_config("fetchreach-sac-her").policy.learn.update_per_collect
-    jobs: list[Job] = [(runner, args.steps, args.eval_every, args.seed)
-                       for runner in (partial(run_rlpipe, updates_per_episode=updates), run_sb3)]
-    if args.one_at_a_time:
+    runners = [partial(run_rlpipe, updates_per_episode=updates)]
+    if peer_installed("stable_baselines3"):
+        runners.append(run_sb3)
+    jobs: list[Job] = [(runner, args.steps, args.eval_every, args.seed) for runner in runners]
+    if args.one_at_a_time or len(jobs) == 1:
         results = [run_one(job) for job in jobs]
     else:
         with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
             results = pool.map(run_one, jobs)
-    (rl_wall, rl_curve), (sb3_wall, sb3_curve) = results
+    rl_wall, rl_curve = results[0]
+    sb3_wall, sb3_curve = results[1] if len(results) > 1 else (None, None)
     print(f"rlpipe: {rl_wall:.1f} s, success {rl_curve}")
-    print(f"sb3:    {sb3_wall:.1f} s, success {sb3_curve}")
-    ratio = rl_wall / sb3_wall
-    print(f"wall time rlpipe / sb3 = {ratio:.2f} (goal <= 0.5)")
+    ratio = None
+    if sb3_wall is not None:
+        ratio = rl_wall / sb3_wall
+        print(f"sb3:    {sb3_wall:.1f} s, success {sb3_curve}")
+        print(f"wall time rlpipe / sb3 = {ratio:.2f} (goal <= 0.5)")
     print(json.dumps({
         "steps": args.steps, "seed": args.seed, "rlpipe_updates_per_episode": updates,
-        "rlpipe_wall_s": round(rl_wall, 1), "sb3_wall_s": round(sb3_wall, 1),
-        "rlpipe_first_success_0_9_step": first_at(rl_curve), "sb3_first_success_0_9_step": first_at(sb3_curve),
-        "rlpipe_final_success": rl_curve[max(rl_curve)], "sb3_final_success": sb3_curve[max(sb3_curve)],
-        "wall_ratio": round(ratio, 3),
+        "rlpipe_wall_s": round(rl_wall, 1), "sb3_wall_s": None if sb3_wall is None else round(sb3_wall, 1),
+        "rlpipe_first_success_0_9_step": first_at(rl_curve),
+        "sb3_first_success_0_9_step": None if sb3_curve is None else first_at(sb3_curve),
+        "rlpipe_final_success": rl_curve[max(rl_curve)],
+        "sb3_final_success": None if sb3_curve is None else sb3_curve[max(sb3_curve)],
+        "wall_ratio": None if ratio is None else round(ratio, 3),
     }))
 
 

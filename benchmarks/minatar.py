@@ -17,11 +17,12 @@ processes, each under the others' load.
 
 Afterwards each final network plays ``--episodes`` greedy games of the same env with the same
 seeds. ``wall_time_sb3_ratio`` is SB3's mean wall time over rlpipe's (>= 2 means rlpipe needs at
-most half SB3's time), ``return_sb3_ratio`` rlpipe's mean final return over SB3's.
+most half SB3's time), ``return_sb3_ratio`` rlpipe's mean final return over SB3's (null if SB3's is 0).
+Without stable-baselines3 only rlpipe trains (one line says so) and SB3's figures are null.
 
 Usage: ``python benchmarks/minatar.py [--game breakout] [--steps 500000] [--seeds 0 1 2]
-[--episodes 100] [--jobs 1] [--out DIR]``. Needs the ``minatar`` and ``bench`` extras. The last line printed
-is JSON. A full run (3 seeds, 500k steps, both libraries) takes about 4 CPU-hours: 2 hours with
+[--episodes 100] [--jobs 1] [--out DIR] [--quick]``. Needs the ``minatar`` and ``bench`` extras. The last line
+printed is JSON. A full run (3 seeds, 500k steps, both libraries) takes about 4 CPU-hours: 2 hours with
 ``--jobs 3`` on two cores.
 """
 
@@ -37,6 +38,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from peers import peer_installed  # benchmarks/peers.py, imported before this script's folder leaves the path
 
 # This file's name shadows the ``minatar`` package for scripts in its folder: drop the folder.
 if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
@@ -136,17 +139,22 @@ def greedy_return(game: str, policy: Policy, episodes: int) -> float:
     return statistics.fmean(returns)
 
 
-def compare_seed(game: str, steps: int, episodes: int, out: Path, seed: int, sb3_first: bool) -> dict[str, float]:
-    """Train both libraries at ``seed`` (SB3 first if ``sb3_first``); their wall times and greedy returns."""
+def compare_seed(game: str, steps: int, episodes: int, out: Path, with_sb3: bool, seed: int,
+                 sb3_first: bool) -> dict[str, float | None]:
+    """Train both libraries at ``seed`` (SB3 first if ``sb3_first``; rlpipe alone unless ``with_sb3``); their
+    wall times and greedy returns (SB3's None without it)."""
     torch.set_num_threads(1)
-    if sb3_first:
+    if not with_sb3:
+        (ours_wall, ours), (sb3_wall, sb3) = train_rlpipe(game, steps, seed, out), (None, None)
+    elif sb3_first:
         (sb3_wall, sb3), (ours_wall, ours) = train_sb3(game, steps, seed), train_rlpipe(game, steps, seed, out)
     else:
         (ours_wall, ours), (sb3_wall, sb3) = train_rlpipe(game, steps, seed, out), train_sb3(game, steps, seed)
     row = {"seed": seed, "rlpipe_wall_s": ours_wall, "sb3_wall_s": sb3_wall,
-           "rlpipe_return": greedy_return(game, ours, episodes), "sb3_return": greedy_return(game, sb3, episodes)}
-    print(f"seed {seed}: rlpipe {row['rlpipe_return']:.2f} in {ours_wall:.0f} s, "
-          f"SB3 {row['sb3_return']:.2f} in {sb3_wall:.0f} s", flush=True)
+           "rlpipe_return": greedy_return(game, ours, episodes),
+           "sb3_return": None if sb3 is None else greedy_return(game, sb3, episodes)}
+    sb3_text = "skipped" if sb3 is None else f"{row['sb3_return']:.2f} in {sb3_wall:.0f} s"
+    print(f"seed {seed}: rlpipe {row['rlpipe_return']:.2f} in {ours_wall:.0f} s, SB3 {sb3_text}", flush=True)
     return row
 
 
@@ -159,13 +167,17 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=100, help="greedy games per final network")
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at a time, in separate processes")
     parser.add_argument("--out", type=Path, default=None, help="where rlpipe's runs go (a temp dir if unset)")
+    parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test): 200 steps after the warm-up")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.quick:
+        args.steps, args.seeds, args.episodes = 5_200, [0], 2  # the presets collect 5,000 random steps first
     torch.set_num_threads(1)
     out = args.out or Path(tempfile.mkdtemp(prefix="rlpipe-minatar-bench-"))
 
-    compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out)
+    with_sb3 = peer_installed("stable_baselines3")
+    compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out, with_sb3)
     sb3_first = [position % 2 == 1 for position in range(len(args.seeds))]
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -173,18 +185,26 @@ def main() -> None:
     else:
         rows = list(map(compare, args.seeds, sb3_first))
 
-    def mean(key: str) -> float:
-        return statistics.fmean(row[key] for row in rows)
+    def mean(key: str) -> float | None:
+        values = [row[key] for row in rows if row[key] is not None]  # SB3's are None where it was skipped
+        return statistics.fmean(values) if values else None
 
+    ours_return, sb3_return = mean("rlpipe_return"), mean("sb3_return")
+    ours_wall, sb3_wall = mean("rlpipe_wall_s"), mean("sb3_wall_s")
     figures = {
         "game": args.game, "steps": args.steps, "seeds": args.seeds, "episodes": args.episodes,
-        "rlpipe_return_mean": mean("rlpipe_return"), "sb3_return_mean": mean("sb3_return"),
-        "rlpipe_wall_s_mean": mean("rlpipe_wall_s"), "sb3_wall_s_mean": mean("sb3_wall_s"),
-        "wall_time_sb3_ratio": mean("sb3_wall_s") / mean("rlpipe_wall_s"),
-        "return_sb3_ratio": mean("rlpipe_return") / mean("sb3_return") if mean("sb3_return") else float("inf"),
+        "rlpipe_return_mean": ours_return, "sb3_return_mean": sb3_return,
+        "rlpipe_wall_s_mean": ours_wall, "sb3_wall_s_mean": sb3_wall,
+        "wall_time_sb3_ratio": None if sb3_wall is None else sb3_wall / ours_wall,
+        "return_sb3_ratio": ours_return / sb3_return if sb3_return else None,  # None: SB3 skipped, or its return 0
     }
-    print(f"rlpipe {figures['rlpipe_return_mean']:.2f} vs SB3 {figures['sb3_return_mean']:.2f} mean final return; "
-          f"SB3 took {figures['wall_time_sb3_ratio']:.2f}x rlpipe's wall time")
+    if sb3_return is None:
+        print(f"rlpipe {ours_return:.2f} mean final return in {ours_wall:.0f} s mean wall time; SB3 skipped")
+    else:
+        print(f"rlpipe {ours_return:.2f} vs SB3 {sb3_return:.2f} mean final return; "
+              f"SB3 took {figures['wall_time_sb3_ratio']:.2f}x rlpipe's wall time")
+        if not sb3_return:
+            print("return_sb3_ratio is null: SB3's mean final return is 0")
     print(json.dumps(figures))
 
 

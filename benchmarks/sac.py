@@ -48,7 +48,8 @@ Runners:
 Rounds of all runners alternate so that load from other processes hits all alike; the best
 round of each is reported (as ``timeit`` advises: slower rounds measure the machine, not
 the code). Rounds are short (12 updates, under half a second) so that every runner gets some
-in the quiet spells of a shared machine.
+in the quiet spells of a shared machine. Without stable-baselines3 (the ``bench`` extra) its
+runners are skipped (one line says so) and every figure of theirs is null.
 
 Usage: ``python benchmarks/sac.py [--quick] [--rounds N]``. The last line printed is JSON.
 """
@@ -66,8 +67,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from learner import RlpipeRunner  # the sibling benchmark's framework runner (scripts run from benchmarks/)
-from stable_baselines3 import SAC, TD3
-from stable_baselines3.common.logger import Logger
+from peers import peer_installed
 from torch import nn
 
 from rlpipe.config import load_config
@@ -317,6 +317,9 @@ class SB3Runner:
     """``SAC`` or ``TD3`` from stable-baselines3; ``train`` is timed on a pre-filled buffer."""
 
     def __init__(self, algo: str, data: dict[str, np.ndarray]) -> None:
+        from stable_baselines3 import SAC, TD3
+        from stable_baselines3.common.logger import Logger
+
         torch.manual_seed(0)
         common = {
             "policy_kwargs": {"net_arch": HIDDEN},
@@ -365,6 +368,11 @@ def timed(run: Callable[[int], int], n_updates: int) -> float:
     return done / (time.perf_counter() - start)
 
 
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``, or None where a side was not measured (SB3's, when it is not installed)."""
+    return None if a is None or b is None else a / b
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run (a smoke test, figures meaningless)")
@@ -375,51 +383,53 @@ def main() -> None:
     # One intra-op thread everywhere: batch-256 matmuls on a 2-core box gain little from a
     # second thread that other processes also want, and thread barriers add noise.
     torch.set_num_threads(1)
+    have_sb3 = peer_installed("stable_baselines3")
 
     data = make_data(N_TRANSITIONS)
     runners = {
         "rlpipe_sac": rlpipe_runner("sac", data, per_round),
         "rlpipe_sac_bf16": rlpipe_runner("sac", data, per_round, precision="bf16-mixed"),
         "hand_sac": HandSACRunner(data),
-        "sb3_sac": SB3Runner("sac", data),
+        "sb3_sac": SB3Runner("sac", data) if have_sb3 else None,
         "matmul_floor": MatmulFloorRunner(),
         "rlpipe_td3": rlpipe_runner("td3", data, per_round),
         "rlpipe_td3_bf16": rlpipe_runner("td3", data, per_round, precision="bf16-mixed"),
-        "sb3_td3": SB3Runner("td3", data),
+        "sb3_td3": SB3Runner("td3", data) if have_sb3 else None,
         "rlpipe_crossq": rlpipe_runner("crossq", data, per_round),
     }
     torch.set_num_threads(1)  # in case a library changed it while building
-    for runner in runners.values():  # warm-up: allocator, Adam state, first-call overheads
+    measured = {name: runner for name, runner in runners.items() if runner is not None}
+    for runner in measured.values():  # warm-up: allocator, Adam state, first-call overheads
         runner.run(per_round)
-    rates: dict[str, list[float]] = {name: [] for name in runners}
+    rates: dict[str, list[float]] = {name: [] for name in measured}
     for _ in range(rounds):
-        for name, runner in runners.items():
+        for name, runner in measured.items():
             rates[name].append(timed(runner.run, per_round))
 
-    best = {name: max(values) for name, values in rates.items()}
+    best = {name: max(rates[name]) if name in rates else None for name in runners}
     ratios = {
-        "hand_ratio": best["rlpipe_sac"] / best["hand_sac"],
-        "sb3_ratio": best["rlpipe_sac"] / best["sb3_sac"],
-        "td3_sb3_ratio": best["rlpipe_td3"] / best["sb3_td3"],
-        "floor_ratio": best["rlpipe_sac"] / best["matmul_floor"],
-        "floor_sb3_ratio": best["matmul_floor"] / best["sb3_sac"],
-        "bf16_sb3_ratio": best["rlpipe_sac_bf16"] / best["sb3_sac"],
-        "bf16_fp32_ratio": best["rlpipe_sac_bf16"] / best["rlpipe_sac"],
-        "td3_bf16_sb3_ratio": best["rlpipe_td3_bf16"] / best["sb3_td3"],
-        "crossq_sac_ratio": best["rlpipe_crossq"] / best["rlpipe_sac"],
+        "hand_ratio": ratio(best["rlpipe_sac"], best["hand_sac"]),
+        "sb3_ratio": ratio(best["rlpipe_sac"], best["sb3_sac"]),
+        "td3_sb3_ratio": ratio(best["rlpipe_td3"], best["sb3_td3"]),
+        "floor_ratio": ratio(best["rlpipe_sac"], best["matmul_floor"]),
+        "floor_sb3_ratio": ratio(best["matmul_floor"], best["sb3_sac"]),
+        "bf16_sb3_ratio": ratio(best["rlpipe_sac_bf16"], best["sb3_sac"]),
+        "bf16_fp32_ratio": ratio(best["rlpipe_sac_bf16"], best["rlpipe_sac"]),
+        "td3_bf16_sb3_ratio": ratio(best["rlpipe_td3_bf16"], best["sb3_td3"]),
+        "crossq_sac_ratio": ratio(best["rlpipe_crossq"], best["rlpipe_sac"]),
     }
     goals = {"hand_ratio": 1.0, "sb3_ratio": 1.5}
     print(f"updates/s (best of {rounds} rounds of {per_round}, batch {BATCH_SIZE}, 1 thread)")
     for name, rate in best.items():
-        print(f"  {name:<18} {rate:8.1f}")
-    for name, ratio in ratios.items():
+        print(f"  {name:<18} {rate:8.1f}" if rate is not None else f"  {name:<18} skipped")
+    for name, value in ratios.items():
         goal = f"  (goal >= {goals[name]})" if name in goals else ""
-        print(f"  {name:<18} {ratio:6.3f}{goal}")
+        print(f"  {name:<18} {value:6.3f}{goal}" if value is not None else f"  {name:<18} skipped")
     print(
         json.dumps(
             {
-                **{f"{name}_updates_per_s": round(rate, 1) for name, rate in best.items()},
-                **{name: round(ratio, 4) for name, ratio in ratios.items()},
+                **{f"{name}_updates_per_s": None if rate is None else round(rate, 1) for name, rate in best.items()},
+                **{name: None if value is None else round(value, 4) for name, value in ratios.items()},
             }
         )
     )

@@ -77,7 +77,7 @@ def test_the_final_policy_is_evaluated_apart_when_asked(tmp_path):
     (record,) = read_results(tmp_path / "results.jsonl")
     assert record.final_eval_episodes == 3 and record.final == record.final_eval is not None
     assert "$ rlpipe eval " in (tmp_path / "logs" / "cartpole-dqn-seed0.log").read_text()
-    with pytest.raises(SweepError, match="holds a sweep with .* final_episodes 3"):
+    with pytest.raises(SweepError, match=r"holds a sweep with .* final_episodes 3"):
         run_sweep(Sweep(("cartpole-dqn",), (0,), tuple(TINY_RUN), tmp_path, final_episodes=5))
 
 
