@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from rlpipe.config import load_config, preset_names
-from rlpipe.entry.train import train
+from rlpipe.entry import train
 from rlpipe.utils.checkpoint import load_checkpoint
 
 WALL_CLOCK = ("time", "fps", "per_s", "wall", "_s")

@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("config", help="preset name (see `rlpipe presets`) or path to a YAML config")
     train.add_argument("overrides", nargs="*", help="dotted overrides, e.g. seed=1 policy.learn.batch_size=128")
     train.add_argument("--run-dir", type=Path, help="where to write the run (default runs/<exp_name>-seed<seed>)")
+    train.add_argument("--overwrite", action="store_true",
+                       help="start again in a run directory that holds a run (its files are removed first)")
     train.add_argument("--overwrite-empty", action="store_true",
                        help="start again in a run directory whose run stopped before its first checkpoint")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -68,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--video", type=Path, default=None,
                           help="record the episodes, played one at a time, to this .gif or .mp4 file")
 
-    sub.add_parser("presets", help="list the built-in presets")
+    presets = sub.add_parser("presets", help="the built-in presets: algorithm, env, budget and what each is")
+    presets.add_argument("--family", default=None,
+                         help="only presets on envs of this family (atari, minatar, minigrid, robotics, gymnasium)")
 
     config = sub.add_parser("config", help="inspect configs")
     config_sub = config.add_subparsers(dest="config_command", required=True)
@@ -151,14 +155,16 @@ def _announce(line: str) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from rlpipe.entry.train import default_run_dir, train
+    from rlpipe.entry.options import TrainOptions
+    from rlpipe.entry.train import default_run_dir, run_training
 
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else []), *_distributed_overrides(args)]
     cfg = load_config(args.config, overrides)
     _check_ray_flags(args, cfg.distributed.backend)
     run_dir = args.run_dir or default_run_dir(cfg)
-    summary = train(cfg, run_dir, announce=_announce, overwrite_empty=args.overwrite_empty)
-    return _finish("train", run_dir, summary)
+    options = TrainOptions(run_dir=run_dir, overwrite=args.overwrite, overwrite_empty=args.overwrite_empty,
+                           announce=_announce)
+    return _finish("train", run_dir, run_training(cfg, options))
 
 
 def _distributed_overrides(args: argparse.Namespace) -> list[str]:
@@ -187,15 +193,15 @@ def _finish(command: str, run_dir: Path, summary: RunSummary) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from rlpipe.entry.train import train
+    from rlpipe.entry.options import TrainOptions
+    from rlpipe.entry.train import run_training
 
     config_path = args.run_dir / "config.yaml"
     if not config_path.is_file():
         raise FileNotFoundError(f"{args.run_dir} is not a run directory (no config.yaml)")
     overrides = [*args.overrides, *(["run.progress=false"] if args.no_progress else [])]
-    summary = train(load_config(config_path, overrides), args.run_dir, resume=True, announce=_announce,
-                    allow_unsealed=args.allow_unsealed)
-    return _finish("resume", args.run_dir, summary)
+    options = TrainOptions(run_dir=args.run_dir, resume=True, allow_unsealed=args.allow_unsealed, announce=_announce)
+    return _finish("resume", args.run_dir, run_training(load_config(config_path, overrides), options))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -208,8 +214,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlpipe.envs.families import env_families, family_of
+
+    families = [family.name for family in env_families()]
+    if args.family is not None and args.family not in families:
+        raise ConfigError(f"--family: no env family '{args.family}' (families: {', '.join(families)})")
+    table = Table("preset", "algorithm", "env", "env steps", "what it is", title="rlpipe presets")
     for name in preset_names():
-        print(name)
+        cfg = load_config(name)
+        if args.family is None or family_of(cfg.env.env_id).name == args.family:
+            table.add_row(name, cfg.policy.type, cfg.env.env_id, f"{cfg.run.max_env_step:,}", cfg.description)
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
     return 0
 
 

@@ -78,7 +78,7 @@ SHARED_KEYS = (
     "learn.batch_size", "learn.update_per_collect", "learn.replay_ratio", "learn.grad_clip", "learn.adam_betas",
     "learn.precision",
     "model.obs_shape", "model.obs_dtype", "model.obs_high", "model.obs_categories", "model.action_shape",
-    "model.encoder", "model.encoder_hidden_size_list",
+    "model.encoder", "model.encoder_kwargs", "model.encoder_hidden_size_list",
     "collect.n_sample", "collect.n_episode", "collect.unroll_len",
 )
 """The keys (under ``policy.``) of the algorithm-dependent sections that every algorithm reads."""

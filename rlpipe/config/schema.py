@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -33,11 +34,23 @@ from rlpipe.config.algorithms import (
     PolicyType,
     TargetUpdate,
 )
+from rlpipe.config.encoders import AUTO, check_encoder_name, encoder_names, is_import_path
 from rlpipe.config.schedule import Schedule, ScheduleError, ScheduleType, as_schedule
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+EncoderName = Annotated[str, AfterValidator(check_encoder_name)]
+"""A built-in encoder's name (:data:`rlpipe.config.encoders.ENCODERS`), ``auto``, or ``package.module:Class``."""
+
+
+def check_encoder_kwargs(encoder: str, kwargs: dict[str, Any], section: str) -> None:
+    """``encoder_kwargs`` are a user encoder's settings: a one-line error when they come with a built-in one."""
+    if kwargs and not is_import_path(encoder):
+        raise ValueError(f"{section}.encoder_kwargs are for a package.module:Class encoder; the built-in "
+                         f"'{encoder}' takes its settings from {section}.encoder_hidden_size_list")
 
 
 class WrapperConfig(_Strict):
@@ -77,7 +90,10 @@ class EnvConfig(_Strict):
     collector_env_num: PositiveInt = Field(8, description="Environments stepped together by the collector.")
     evaluator_env_num: PositiveInt = Field(5, description="Environments stepped together by the evaluator.")
     n_evaluator_episode: PositiveInt = Field(10, description="Episodes per evaluation.")
-    stop_value: float = Field(475.0, description="Evaluation figure (env.eval_metric) at which training stops.")
+    stop_value: float | None = Field(
+        475.0, description="Evaluation figure (env.eval_metric) that solves the task: training stops there (with "
+        "run.stop_on_solve) and reports count the env steps to it; None: no figure solves it (Atari, MinAtar).",
+    )
     eval_metric: Literal["auto", "return", "success_rate"] = Field(
         "auto",
         description="The evaluation figure stop_value and summary.json use: the mean return, or the share of "
@@ -147,12 +163,17 @@ class ModelConfig(_Strict):
         None, description="Discrete or MultiDiscrete observations: the number of values of each dimension "
         "(Discrete(16): [16]), which the encoder one-hot encodes; None: not discrete (set from the env)."
     )
-    encoder: Literal["auto", "mlp", "nature_cnn", "minatar_cnn"] = Field(
-        "auto",
-        description="The networks' first part, which reads the observations: auto chooses from the env's "
-        "observation space (mlp for vectors, n-D Box flattened, MultiBinary, Discrete and MultiDiscrete one-hot, "
-        "and dicts of them; for uint8 images [C, H, W] nature_cnn "
-        "when H and W are >= 36 pixels, else minatar_cnn).",
+    encoder: EncoderName = Field(
+        AUTO,
+        description=f"The networks' first part, which reads the observations: one of {', '.join(encoder_names())} "
+        "(auto chooses from the env's observation space: mlp for vectors, n-D Box flattened, MultiBinary, "
+        "Discrete and MultiDiscrete one-hot, and dicts of them; for uint8 images [C, H, W] nature_cnn when H "
+        "and W are >= 36 pixels, else minatar_cnn), or package.module:Class, an encoder of your own.",
+    )
+    encoder_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keyword arguments of a package.module:Class encoder (its own settings; the built-in ones "
+        "read encoder_hidden_size_list).",
     )
     action_shape: PositiveInt | None = Field(
         None, description="Number of actions (dqn) or action dimensions (sac, td3, ddpg, crossq); None: from the env."
@@ -470,7 +491,7 @@ class RunConfig(_Strict):
                     "x86 arithmetic is several times slower. For the run only: the caller's setting is back "
                     "afterwards.",
     )
-    stop_on_solve: bool = Field(True, description="Stop once the mean evaluation return reaches env.stop_value.")
+    stop_on_solve: bool = Field(True, description="Stop once the evaluation figure reaches env.stop_value.")
 
 
 class RewardModelConfig(_Strict):
@@ -492,6 +513,18 @@ class RewardModelConfig(_Strict):
     encoder_hidden_size_list: list[PositiveInt] = Field(
         default_factory=lambda: [64, 64], description="Hidden layer sizes of the reward model's networks."
     )
+    encoder: EncoderName = Field(
+        AUTO, description="The first part of the reward model's networks: as policy.model.encoder (auto: from the "
+        "observation space).",
+    )
+    encoder_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments of a package.module:Class reward_model.encoder.",
+    )
+
+    @model_validator(mode="after")
+    def _kwargs_need_a_class(self) -> RewardModelConfig:
+        check_encoder_kwargs(self.encoder, self.encoder_kwargs, "reward_model")
+        return self
     feature_size: PositiveInt = Field(64, description="Output size of RND's networks and of ICM's encoder.")
 
 
@@ -521,6 +554,7 @@ class Config(_Strict):
     """The whole experiment."""
 
     exp_name: str = Field("default", description="Name of the experiment (and default run directory).")
+    description: str = Field("", description="One line saying what the run is (rlpipe presets shows it).")
     seed: int = Field(0, ge=0, lt=2**32, description="Seed of envs, networks and sampling (0 to 2**32 - 1).")
     env: EnvConfig = Field(default_factory=EnvConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
@@ -585,6 +619,7 @@ class Config(_Strict):
             )
         if policy.model.noisy_encoder and not policy.model.noisy:
             raise ValueError("policy.model.noisy_encoder needs policy.model.noisy=true (the head's noisy layers)")
+        check_encoder_kwargs(policy.model.encoder, policy.model.encoder_kwargs, "policy.model")
         if policy.collect.unroll_len > 1:
             raise ValueError(
                 f"policy.collect.unroll_len > 1 needs a sequence policy; '{policy.type}' trains on single steps"

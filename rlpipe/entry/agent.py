@@ -8,6 +8,7 @@ calling their ``observation``/``action`` methods, so a run and its agent can nev
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,13 @@ import numpy as np
 
 from rlpipe.config import Config, load_config
 from rlpipe.config.algorithms import ALGORITHMS, Exploration
-from rlpipe.entry.evaluate import best_checkpoint, load_policy
-from rlpipe.envs.minatar import MinAtarChannelsFirst
+from rlpipe.entry.evaluate import ChosenCheckpoint, default_checkpoint, load_policy
+from rlpipe.envs.families import family_of
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
+
+logger = logging.getLogger(__name__)
 
 
 def _wrappers(env: gym.Env) -> list[gym.Wrapper]:
@@ -33,18 +36,14 @@ def _wrappers(env: gym.Env) -> list[gym.Wrapper]:
     return stack
 
 
-ENV_OBSERVATION_WRAPPERS: tuple[type[gym.Wrapper], ...] = (MinAtarChannelsFirst,)
-"""Wrappers whose observations are what rlpipe calls that env's own (MinAtar's ``uint8 [C, 10, 10]``,
-as the vector env and the replay buffer hold them): :meth:`Agent.predict` takes those."""
-
-
-def _observation_boundary(stack: list[gym.Wrapper]) -> gym.Wrapper | None:
+def _observation_boundary(stack: list[gym.Wrapper], own: tuple[type[gym.Wrapper], ...]) -> gym.Wrapper | None:
     """The outermost wrapper of ``stack`` (outermost first) whose observations :meth:`Agent.predict`
-    takes: one of :data:`ENV_OBSERVATION_WRAPPERS`, or one that changes observations but is no
-    ``ObservationWrapper`` (its observations depend on earlier steps, as a frame stack's do, so no
-    function of one raw observation can stand in for it)."""
+    takes: one of ``own``, whose observations are the env family's as rlpipe holds them (MinAtar's
+    ``uint8 [C, 10, 10]``, :attr:`~rlpipe.envs.families.EnvFamily.agent_observations`), or one that
+    changes observations but is no ``ObservationWrapper`` (its observations depend on earlier steps,
+    as a frame stack's do, so no function of one raw observation can stand in for it)."""
     for wrapper in stack:
-        if isinstance(wrapper, ENV_OBSERVATION_WRAPPERS):
+        if isinstance(wrapper, own):
             return wrapper
         changes = wrapper.observation_space != wrapper.env.observation_space
         if changes and not isinstance(wrapper, gym.ObservationWrapper):
@@ -55,13 +54,15 @@ def _observation_boundary(stack: list[gym.Wrapper]) -> gym.Wrapper | None:
 class Agent:
     """A policy with its config, ready to act: :meth:`predict` maps env observations to env actions."""
 
-    def __init__(self, cfg: Config, policy: Policy) -> None:
+    def __init__(self, cfg: Config, policy: Policy, checkpoint: ChosenCheckpoint | None = None) -> None:
         self.cfg = cfg
         self.policy = policy
+        self.checkpoint = checkpoint
+        """The checkpoint the agent was loaded from and why that one (None: built from a policy in memory)."""
         env = make_env_factory(cfg)()
         try:
             stack = _wrappers(env)
-            boundary = _observation_boundary(stack)
+            boundary = _observation_boundary(stack, family_of(cfg.env.env_id).agent_observations)
             if boundary is not None:  # e.g. a frame stack: predict takes what it returns
                 stack = stack[:stack.index(boundary)]
             self.observation_space: gym.Space = (env.unwrapped if boundary is None else boundary).observation_space
@@ -70,8 +71,13 @@ class Agent:
             or that makes them rlpipe's (MinAtar's ``uint8 [C, 10, 10]``)."""
             self.action_space: gym.Space = env.unwrapped.action_space
             """The env's own action space (what :meth:`predict` returns)."""
-            self._observation_wrappers = [w for w in reversed(stack) if isinstance(w, gym.ObservationWrapper)]
-            self._action_wrappers = [w for w in stack if isinstance(w, gym.ActionWrapper)]
+            self.observation_wrappers: tuple[gym.ObservationWrapper, ...] = tuple(
+                w for w in reversed(stack) if isinstance(w, gym.ObservationWrapper))
+            """The conversions from what :meth:`predict` takes to what the policy sees, innermost first
+            (goal flattening, MiniGrid images): the env factory's own wrappers, applied by calling them."""
+            self.action_wrappers: tuple[gym.ActionWrapper, ...] = tuple(
+                w for w in stack if isinstance(w, gym.ActionWrapper))
+            """The conversions from the policy's actions to the env's, outermost first (``RescaleAction``)."""
         finally:
             env.close()
 
@@ -117,20 +123,23 @@ class Agent:
                          f"got shape {array.shape}")
 
     def _to_policy(self, obs: Any) -> np.ndarray:
-        for wrapper in self._observation_wrappers:  # innermost first, as the env applies them
+        for wrapper in self.observation_wrappers:  # innermost first, as the env applies them
             obs = wrapper.observation(obs)
         return np.asarray(obs)
 
     def _to_env(self, action: Any) -> Any:
-        for wrapper in self._action_wrappers:  # outermost first: the policy's action goes in at the top
+        for wrapper in self.action_wrappers:  # outermost first: the policy's action goes in at the top
             action = wrapper.action(action)
         return action
 
 
 def load(path: str | Path, allow_unsealed: bool = False, device: str = "auto") -> Agent:
-    """The agent of a run directory (its best checkpoint, else its final one) or of a checkpoint file,
-    acting on ``device``: ``auto`` (the GPU when the run trained on one and one is here, else the
-    CPU), ``cpu`` or ``cuda``.
+    """The agent of a run directory or of a checkpoint file, acting on ``device``: ``auto`` (the GPU
+    when the run trained on one and one is here, else the CPU), ``cpu`` or ``cuda``.
+
+    A run directory gives its best evaluation's checkpoint when that evaluation came after training
+    began, else its final one (:func:`~rlpipe.entry.evaluate.default_checkpoint`); ``agent.checkpoint``
+    says which it took and why, and so does one INFO log line.
 
     A checkpoint written by ``rlpipe train`` carries its resolved config, so a lone
     ``.pth.tar`` is enough; older checkpoints fall back to the ``config.yaml`` of the run
@@ -140,11 +149,13 @@ def load(path: str | Path, allow_unsealed: bool = False, device: str = "auto") -
     """
     path = Path(path)
     if path.is_dir():
-        checkpoint = best_checkpoint(path)
+        chosen = default_checkpoint(path, allow_unsealed)
+        logger.info("rlpipe.load(%s): took %s", path, chosen.reason)
     elif path.is_file():
-        checkpoint = path
+        chosen = ChosenCheckpoint(path, "the checkpoint file given")
     else:
         raise FileNotFoundError(f"no run directory or checkpoint at {path}")
+    checkpoint = chosen.path
     state = load_checkpoint(checkpoint, allow_unsealed=allow_unsealed, run_seal=required_seal(checkpoint))
     if "config" in state:
         cfg = load_config(state["config"])
@@ -153,4 +164,4 @@ def load(path: str | Path, allow_unsealed: bool = False, device: str = "auto") -
         if not config_path.is_file():
             raise CheckpointError(f"checkpoint {checkpoint} holds no config and there is no {config_path}")
         cfg = load_config(config_path)
-    return Agent(cfg, load_policy(cfg, state, checkpoint, device))
+    return Agent(cfg, load_policy(cfg, state, checkpoint, device), chosen)

@@ -1,17 +1,17 @@
 """``rlpipe.train``: training from Python, as an SB3 user writes it.
 
-The command line's :func:`rlpipe.entry.train.train` takes config strings; this front takes
-what a Python caller has at hand: an env id or an env factory (``env=``), overrides as a list
-or a dict, ``overwrite=True`` / ``resume=True`` for a used ``run_dir``, and returns a
-:class:`TrainResult` (summary, run directory, ``.agent()``). Its errors name its arguments.
+It takes what a Python caller has at hand (an env id or an env factory, ``env=``; overrides as a
+list or a dict) and the options of ``rlpipe train`` under the same names, builds the one
+:class:`~rlpipe.entry.options.TrainOptions` the command line builds too, runs
+:func:`~rlpipe.entry.train.run_training`, and returns a :class:`TrainResult` (summary, run
+directory, ``.agent()``). Its errors name its arguments.
 """
 from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,9 @@ import gymnasium as gym
 
 from rlpipe.config import Config, load_config
 from rlpipe.entry.agent import Agent, load
+from rlpipe.entry.options import ArgumentError, TrainOptions
 from rlpipe.entry.summary import RunSummary
-from rlpipe.entry.train import RunDirError, default_run_dir
-from rlpipe.entry.train import train as train_run
-from rlpipe.errors import RlpipeError
+from rlpipe.entry.train import default_run_dir, run_training
 from rlpipe.recipes.hooks import Hook
 from rlpipe.recipes.pipeline import Middleware
 
@@ -30,10 +29,6 @@ EnvArgument = str | Callable[..., gym.Env]
 """``env=``: a gymnasium id (``"CartPole-v1"``, ``"my_envs:Corridor-v0"``) or a callable making an env."""
 FACTORY_NAMESPACE = "rlpipe-python"
 """gymnasium namespace of the ids that env factories passed as ``env=`` are registered under."""
-
-
-class ArgumentError(RlpipeError, ValueError):
-    """An argument of :func:`train` is of the wrong kind; the message names it."""
 
 
 @dataclass
@@ -44,7 +39,8 @@ class TrainResult:
     run_dir: Path
 
     def agent(self) -> Agent:
-        """The trained agent: the run's best checkpoint, else its final one (:func:`rlpipe.load`)."""
+        """The trained agent (:func:`rlpipe.load`: the best checkpoint when it was evaluated after
+        training began, else the final one)."""
         return load(self.run_dir)
 
     def __getattr__(self, name: str) -> Any:
@@ -61,11 +57,13 @@ def train(
     *,
     env: EnvArgument | None = None,
     overrides: Iterable[str] | Mapping[str, Any] = (),
-    overwrite: bool = False,
     resume: bool = False,
+    overwrite: bool = False,
+    overwrite_empty: bool = False,
+    allow_unsealed: bool = False,
     middleware: Mapping[str, Sequence[Middleware]] | None = None,
     hooks: Sequence[Hook] = (),
-    allow_unsealed: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> TrainResult:
     """Train ``config`` (a preset name, YAML path, dict or :class:`Config`), on ``env`` if given.
 
@@ -73,27 +71,19 @@ def train(
     (registered in this process under ``rlpipe-python/<name>-v0``, the id the run's config
     keeps: ``rlpipe eval`` in another process needs an id it can import, e.g.
     ``my_envs:Corridor-v0``). ``overrides`` are ``"key.path=value"`` strings or a dict
-    ``{"key.path": value}``. A ``run_dir`` that already holds a run is refused unless
-    ``overwrite=True`` (its files are removed first) or ``resume=True`` (training continues
-    from its latest checkpoint). ``hooks``: callables run after every training iteration with a
-    :class:`~rlpipe.recipes.hooks.RunView` (``policy``, ``buffer``, ``config``, counters, ``ctx``);
-    one returning False (or calling ``view.stop()``) stops the run cleanly. ``middleware`` and
-    ``allow_unsealed``: see :func:`rlpipe.entry.train.train`.
+    ``{"key.path": value}``. The other arguments are :class:`~rlpipe.entry.options.TrainOptions`'
+    (the same names as ``rlpipe train``'s options): a ``run_dir`` that already holds a run is
+    refused unless ``overwrite=True`` or ``resume=True``; ``hooks`` see the run after every
+    iteration and may stop it; ``middleware`` adds your own at named points of the pipeline.
     ``run_dir`` keeps its place as the second argument, as in earlier releases.
     """
-    if overwrite and resume:
-        raise ArgumentError("pass overwrite=True or resume=True, not both")
-    hooks = _checked_hooks(hooks)
     texts = [*_override_texts(overrides), *([f"env.env_id={_env_id(env)}"] if env is not None else [])]
+    options = TrainOptions(run_dir=Path(run_dir) if run_dir is not None else None, resume=resume,
+                           overwrite=overwrite, overwrite_empty=overwrite_empty, allow_unsealed=allow_unsealed,
+                           middleware=middleware or {}, hooks=hooks, announce=announce)
     cfg = load_config(config, texts)
-    path = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
-    if not resume and (path / "config.yaml").exists():
-        if not overwrite:
-            raise RunDirError(f"run_dir {path} already holds a run: pass overwrite=True to start again there, "
-                              "resume=True to continue it, or another run_dir")
-        shutil.rmtree(path)
-    summary = train_run(cfg, path, resume=resume, middleware=middleware, hooks=hooks,
-                        allow_unsealed=allow_unsealed)
+    path = options.run_dir if options.run_dir is not None else default_run_dir(cfg)
+    summary = run_training(cfg, replace(options, run_dir=path))
     return TrainResult(summary, path)
 
 
@@ -108,16 +98,6 @@ def _override_texts(overrides: Iterable[str] | Mapping[str, Any]) -> list[str]:
     if wrong:
         raise ArgumentError(f"overrides must be a list of 'key=value' strings or a dict; {wrong[0]!r} is not a string")
     return texts
-
-
-def _checked_hooks(hooks: Sequence[Hook]) -> list[Hook]:
-    """``hooks`` as a list; one line naming the first that cannot be called."""
-    if callable(hooks):
-        raise ArgumentError(f"hooks must be a list of callables, got the single callable {hooks!r}: pass hooks=[...]")
-    wrong = [hook for hook in hooks if not callable(hook)]
-    if wrong:
-        raise ArgumentError(f"hooks must be callables taking a RunView; {wrong[0]!r} is not callable")
-    return list(hooks)
 
 
 def _env_id(env: EnvArgument) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from rlpipe.policy import Policy
 from rlpipe.recipes.build import make_policy
 from rlpipe.recipes.envs import REEVAL_SEED_OFFSET, make_vector_env
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
+from rlpipe.utils.metrics import read_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -23,20 +25,49 @@ CHECKPOINT_NAMES = {"best": "eval.pth.tar", "final": "final.pth.tar"}
 """The names ``rlpipe eval --checkpoint`` takes besides a path, and the files they stand for."""
 
 
-def best_checkpoint(run_dir: Path) -> Path:
-    """The run's best-evaluation checkpoint, else its final one."""
-    for name in CHECKPOINT_NAMES.values():
-        path = run_dir / "ckpt" / name
-        if path.is_file():
-            return path
+@dataclass(frozen=True)
+class ChosenCheckpoint:
+    """The checkpoint a run stands for, and why that one (one line)."""
+
+    path: Path
+    reason: str
+
+
+def default_checkpoint(run_dir: Path, allow_unsealed: bool = False) -> ChosenCheckpoint:
+    """The checkpoint a run stands for: its best evaluation's when that evaluation came after training
+    began, else its final one. "After training began" means after the run's first evaluation, which
+    is taken when learning starts, of a network that has made at most one iteration's updates: a run
+    that evaluated only then (or whose learning only made it worse) would otherwise stand for its
+    untrained network. Without ``metrics.jsonl`` the best counts when it came after any update."""
+    best, final = (run_dir / "ckpt" / name for name in CHECKPOINT_NAMES.values())
+    if best.is_file():
+        counters = load_checkpoint(best, allow_unsealed=allow_unsealed,
+                                   run_seal=required_seal(best, run_dir)).get("counters", {})
+        at = f"at env step {counters.get('env_step', '?')}, train iteration {counters.get('train_iter', '?')}"
+        if counters.get("train_iter", 1) > _first_evaluation_iter(run_dir) or not final.is_file():
+            return ChosenCheckpoint(best, f"the best evaluation's ({counters.get('last_eval_value')} {at})")
+        return ChosenCheckpoint(final, f"the final one: the best evaluation ({at}) was the first, taken as "
+                                "learning began")
+    if final.is_file():
+        return ChosenCheckpoint(final, "the final one (no evaluation was saved)")
     raise FileNotFoundError(f"no checkpoint in {run_dir / 'ckpt'} (expected eval.pth.tar or final.pth.tar)")
 
 
-def resolve_checkpoint(run_dir: Path, checkpoint: str | Path | None = None) -> Path:
-    """The checkpoint file meant by ``checkpoint``: None (best, else final), ``"best"``,
+def _first_evaluation_iter(run_dir: Path) -> int:
+    """The train iteration of the run's first evaluation (0 when its metrics cannot be read)."""
+    try:
+        return next((int(r["train_iter"]) for r in read_metrics(run_dir) if r.get("kind") == "eval"), 0)
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def resolve_checkpoint(run_dir: Path, checkpoint: str | Path | None = None, allow_unsealed: bool = False) -> Path:
+    """The checkpoint file meant by ``checkpoint``: None (:func:`default_checkpoint`), ``"best"``,
     ``"final"`` or a path."""
     if checkpoint is None:
-        return best_checkpoint(run_dir)
+        chosen = default_checkpoint(run_dir, allow_unsealed)
+        logger.info("%s: took %s", run_dir, chosen.reason)
+        return chosen.path
     if str(checkpoint) in CHECKPOINT_NAMES:
         path = run_dir / "ckpt" / CHECKPOINT_NAMES[str(checkpoint)]
         if not path.is_file():
@@ -114,7 +145,7 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | P
     if not config_path.is_file():
         raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml)")
     run_cfg = load_config(config_path)
-    path = resolve_checkpoint(run_dir, checkpoint)
+    path = resolve_checkpoint(run_dir, checkpoint, allow_unsealed)
     state = load_checkpoint(path, allow_unsealed=allow_unsealed, run_seal=required_seal(path, run_dir))
     cfg = checkpoint_config(run_cfg, state, path)
     policy = load_policy(cfg, state, path)
@@ -127,6 +158,7 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | P
     returns = output["episode_return"]
     video_fields = {} if video is None else {"video": str(video), "video_frames": output["frames"]}
     return {
+        "checkpoint": str(path),
         "episodes": len(returns),
         "return_mean": float(np.mean(returns)),
         "return_std": float(np.std(returns)),

@@ -60,7 +60,7 @@ class RunSummary:
         tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
         os.replace(tmp, path)
 
-    def merge_evaluations(self, records: Iterable[Mapping[str, Any]], stop_value: float) -> None:
+    def merge_evaluations(self, records: Iterable[Mapping[str, Any]], stop_value: float | None) -> None:
         """Take best, last and solved from the evaluation records of ``metrics.jsonl``.
 
         On resume they are the record of what happened: a run killed before it wrote its
@@ -71,14 +71,14 @@ class RunSummary:
             if record.get("kind") == "eval" and key in record:
                 self.add_evaluation(float(record[key]), int(record["env_step"]), stop_value)
 
-    def add_evaluation(self, value: float, env_step: int, stop_value: float) -> None:
+    def add_evaluation(self, value: float, env_step: int, stop_value: float | None) -> None:
         """Fold in one evaluation; a NaN or infinite figure (``env.nonfinite=warn``) is never best
-        or solved."""
+        or solved, and nothing solves a task without a ``stop_value``."""
         self.last_eval_return = value
         if not math.isfinite(value):
             return
         self.best_eval_return = max(value, self.best_eval_return if self.best_eval_return is not None else value)
-        if value >= stop_value and not self.solved:
+        if stop_value is not None and value >= stop_value and not self.solved:
             self.solved, self.solved_env_step = True, env_step
 
     @classmethod
@@ -116,7 +116,7 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
     """
 
     def __init__(
-        self, stop_value: float, earlier: RunSummary | None = None, updates_per_env_step: float | None = None,
+        self, stop_value: float | None, earlier: RunSummary | None = None, updates_per_env_step: float | None = None,
         eval_metric: str = "return", path: Path | None = None,
     ) -> None:
         self.summary = earlier if earlier is not None else RunSummary()

@@ -1,17 +1,19 @@
-"""``train(cfg, run_dir)``: the embedded single-process pipeline behind ``rlpipe train``."""
+"""``run_training(cfg, options)``: the embedded single-process pipeline behind ``rlpipe train``,
+``rlpipe resume`` and ``rlpipe.train``, with its run directories and resume points."""
 from __future__ import annotations
 
 import logging
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from rlpipe.config import Config, dump_config, load_config
+from rlpipe.config import Config, dump_config
+from rlpipe.entry.options import TrainOptions
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.entry.summary import RunSummary, SummaryError, summary_tracker
 from rlpipe.envs.vector import worker_report_log
@@ -20,6 +22,7 @@ from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
     CKPT_SUFFIX,
     CkptSaver,
+    SaveSettings,
     latest_checkpoint,
     online_logger,
     progress_bar,
@@ -28,8 +31,8 @@ from rlpipe.framework.middleware import (
 from rlpipe.policy.frame import device_of
 from rlpipe.recipes.backends import remote_collect_half
 from rlpipe.recipes.build import Parts, build_parts
-from rlpipe.recipes.hooks import HOOK_POINT, Hook, hook_runner
-from rlpipe.recipes.pipeline import Middleware, check_insertion_points, use_training_pipeline
+from rlpipe.recipes.hooks import HOOK_POINT, hook_runner
+from rlpipe.recipes.pipeline import Middleware, use_training_pipeline
 from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, record_seal
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 from rlpipe.utils.precision import bf16_fallback_reason
@@ -49,21 +52,25 @@ def has_checkpoints(run_dir: Path) -> bool:
     return any((run_dir / "ckpt").glob(f"*{CKPT_SUFFIX}"))
 
 
-def prepare_run_dir(run_dir: Path, overwrite_empty: bool = False) -> Path:
+def prepare_run_dir(run_dir: Path, overwrite: bool = False, overwrite_empty: bool = False) -> Path:
     """Create ``run_dir``; refuse one that already holds a run, so nothing saved is lost.
 
-    ``overwrite_empty``: a run stopped before its first checkpoint (nothing to resume) may be
-    started again in place; its files are removed first.
+    ``overwrite``: a run there is removed first (asked for by name). ``overwrite_empty``: a run
+    stopped before its first checkpoint (nothing to resume) may be started again in place.
     """
     if (run_dir / "config.yaml").exists():
-        if not overwrite_empty:
-            raise RunDirError(f"run directory {run_dir} already holds a run; choose another --run-dir")
-        if has_checkpoints(run_dir):
+        if overwrite:
+            shutil.rmtree(run_dir)
+        elif not overwrite_empty:
+            raise RunDirError(f"run directory {run_dir} already holds a run: pass overwrite=True (--overwrite) to "
+                              "start again there, resume=True (rlpipe resume) to continue it, or another run_dir")
+        elif has_checkpoints(run_dir):
             raise RunDirError(f"run directory {run_dir} holds checkpoints: resume it (rlpipe resume {run_dir}) "
                               "instead of starting it again")
-        for name in RUN_FILES:
-            (run_dir / name).unlink(missing_ok=True)
-        shutil.rmtree(run_dir / "tb", ignore_errors=True)
+        else:
+            for name in RUN_FILES:
+                (run_dir / name).unlink(missing_ok=True)
+            shutil.rmtree(run_dir / "tb", ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
@@ -178,55 +185,32 @@ def describe_device(device: torch.device, cuda_asked: bool) -> str:
     return "cpu (policy.cuda=true, but torch sees no GPU)" if cuda_asked else "cpu"
 
 
-def train(
-    cfg: Config | str | Path | Mapping[str, Any],
-    run_dir: str | Path | None = None,
-    resume: bool = False,
-    announce: Callable[[str], None] | None = None,
-    *,
-    overrides: Iterable[str] = (),
-    middleware: Mapping[str, Sequence[Middleware]] | None = None,
-    hooks: Sequence[Hook] = (),
-    overwrite_empty: bool = False,
-    allow_unsealed: bool = False,
-) -> RunSummary:
-    """Train the agent ``cfg`` describes, writing config, metrics, checkpoints and summary to ``run_dir``.
+def run_training(cfg: Config, options: TrainOptions) -> RunSummary:
+    """Train the agent ``cfg`` describes as ``options`` say, writing config, metrics, checkpoints and
+    summary to ``options.run_dir``: what ``rlpipe train``, ``rlpipe resume`` and ``rlpipe.train`` run.
 
-    ``cfg`` is a :class:`Config`, a preset name, a YAML path or a dict, with ``overrides``
-    (``"key.path=value"``) on top, as ``rlpipe train`` takes them; ``run_dir`` defaults to
-    :func:`default_run_dir`. ``middleware`` adds your own middleware at the named points of
-    the pipeline (:data:`~rlpipe.recipes.pipeline.INSERTION_POINTS`, e.g. ``{"after_learn":
-    [fn]}``). ``hooks`` are called after every iteration with a
-    :class:`~rlpipe.recipes.hooks.RunView`; one returning False stops the run as a stop signal
-    does (final checkpoint, summary with ``stopped_by="hook <name>"``). Everything that can be
-    checked (env id, model sizes, HER settings, the run directory, the Ray cluster of
-    ``distributed.backend=ray``) is checked before the run directory is created. With ``resume``, ``run_dir``
-    holds an earlier run of this config: training continues from its latest checkpoint and
-    saved buffer. The pipeline runs on a :class:`Task` of its own, so other tasks in the
-    process are untouched. ``announce`` gets :func:`describe_run`'s line once the checks
-    have passed. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
-    ``overwrite_empty``: see :func:`prepare_run_dir`. A resumed run that already reached its
-    cap (:func:`reached_cap`) trains nothing: a warning says so and its summary is returned.
-    Nothing in an earlier run's directory changes until its checkpoint and buffer are loaded (a
-    refused resume leaves it as it was). ``allow_unsealed``: a resumed run may load unsealed
-    checkpoints (from before the seal), unverified, with a warning (see :mod:`rlpipe.utils.checkpoint`).
+    Everything that can be checked (env id, model sizes, HER settings, the run directory, the Ray
+    cluster of ``distributed.backend=ray``) is checked before the run directory is touched: a
+    refused run (or resume) leaves an earlier run's directory as it was, ``overwrite`` included.
+    With ``resume``, training continues from the latest checkpoint and saved buffer; a resumed run
+    that already reached its cap (:func:`reached_cap`) trains nothing: a warning says so and its
+    summary is returned. The pipeline runs on a :class:`Task` of its own, so other tasks in the
+    process are untouched. SIGINT and SIGTERM stop it gracefully (:mod:`rlpipe.entry.stop`).
     """
-    cfg = load_config(cfg, overrides)
-    check_insertion_points(middleware or {})
-    run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
+    run_dir = options.run_dir if options.run_dir is not None else default_run_dir(cfg)
     with build_parts(cfg) as parts, remote_collect_half(parts.cfg, parts.policy) as collect:
-        earlier = ResumePoint.find(run_dir, allow_unsealed) if resume else None
+        earlier = ResumePoint.find(run_dir, options.allow_unsealed) if options.resume else None
         done = reached_cap(earlier.checkpoint["counters"], parts.cfg) if earlier is not None else None
         if earlier is not None and done is not None:
             logger.warning("%s already reached %s: nothing to train (raise the cap to continue)", run_dir, done)
             return earlier.summary
         ctx = OnlineRLContext()
         if earlier is None:
-            prepare_run_dir(run_dir, overwrite_empty)
+            prepare_run_dir(run_dir, options.overwrite, options.overwrite_empty)
         else:
             earlier.restore(parts, ctx)
-        if announce is not None:
-            announce(describe_run(parts.cfg, run_dir))
+        if options.announce is not None:
+            options.announce(describe_run(parts.cfg, run_dir))
         dump_config(parts.cfg, run_dir / "config.yaml")
         record_seal(run_dir)
         summary_path = run_dir / "summary.json"
@@ -240,13 +224,13 @@ def train(
         writer = MetricsWriter(run_dir)
         env_errors = logging.FileHandler(run_dir / "env_errors.log", delay=True)  # made on the first report
         worker_report_log.addHandler(env_errors)
-        runner = hook_runner(hooks, parts.policy, parts.buffer, parts.cfg)
-        extra = {**(middleware or {})}
-        if hooks:
+        runner = hook_runner(options.hooks, parts.policy, parts.buffer, parts.cfg)
+        extra = {**options.middleware}
+        if options.hooks:
             extra[HOOK_POINT] = [*extra.get(HOOK_POINT, ()), runner]
         try:
             with graceful_stop() as stop:
-                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, extra, collect, allow_unsealed)
+                _run_pipeline(parts, ctx, run_dir, writer, tracker, stop, extra, collect, options.allow_unsealed)
             if stop.received is not None:
                 tracker.summary.stopped_by = stop.received.name
             elif runner.stopped_by is not None:
@@ -275,10 +259,10 @@ def _run_pipeline(
     with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
         task.use(stop)
         use_training_pipeline(task, parts, middleware, collect, flush=True)  # the final save holds every transition
-        task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, buffer_=parts.buffer,
-                           keep_last=cfg.run.keep_checkpoints, reward_model=parts.reward_model,
-                           config=cfg.model_dump(mode="json"), run_id=tracker.summary.run_id,
-                           allow_unsealed=allow_unsealed))
+        settings = SaveSettings(buffer_=parts.buffer, keep_last=cfg.run.keep_checkpoints,
+                                reward_model=parts.reward_model, config=cfg.model_dump(mode="json"),
+                                run_id=tracker.summary.run_id, allow_unsealed=allow_unsealed)
+        task.use(CkptSaver(parts.policy, run_dir, cfg.run.save_freq, settings=settings))
         task.use(online_logger(writer, cfg.run.log_freq, clock=tracker.elapsed))
         task.use(tracker)
         task.use(show)

@@ -27,11 +27,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObservation, TimeLimit
 
+from rlpipe.envs.errors import EnvSettingError
+from rlpipe.envs.families import EnvFamily, MakeEnv, install_hint
 from rlpipe.errors import MissingDependencyError
 
 ATARI_ID_PREFIXES = ("ALE/",)
 """The ids of ale-py's games (gymnasium loads no plugins: importing ``ale_py`` registers them)."""
-INSTALL_HINT = "scripts/setup.sh atari, or pip install 'rlpipe[atari]'"
+INSTALL_HINT = install_hint("atari")
 FRAME_SKIP = 4
 """Frames each action is repeated for; an observation is the max over the last two."""
 SCREEN_SIZE = 84
@@ -41,6 +43,7 @@ PACKAGES = {"ale_py": "ale-py", "cv2": "opencv-python-headless"}
 """The modules the extra installs, and their packages' names."""
 
 __all__ = [
+    "ATARI_FAMILY",
     "ATARI_ID_PREFIXES",
     "FRAME_STACK",
     "AtariSettings",
@@ -185,3 +188,25 @@ def make_atari_env(
     if train:
         env = ClipReward(EpisodicLife(env), -1.0, 1.0)
     return FrameStackObservation(env, FRAME_STACK, padding_type="zero")
+
+
+def _make_for_family(spec: MakeEnv) -> gym.Env[np.ndarray, int]:
+    """The family's maker: an ALE game's settings come from ``env.atari``, not from ``env_kwargs``
+    (only ``render_mode`` passes) or ``env.max_episode_steps``."""
+    if spec.max_episode_steps is not None:
+        raise EnvSettingError(f"env '{spec.env_id}' counts its step limit in atari.max_episode_steps",
+                              "max_episode_steps")
+    unread = sorted(set(spec.kwargs) - {"render_mode"})
+    if unread:
+        raise EnvSettingError(f"env '{spec.env_id}' takes its settings from atari (sticky actions, action set, "
+                              f"no-ops, step limit), not from {unread}", "env_kwargs")
+    return make_atari_env(spec.env_id, train=spec.train, settings=spec.settings,
+                          render_mode=spec.kwargs.get("render_mode"))
+
+
+ATARI_FAMILY = EnvFamily(
+    "atari", ATARI_ID_PREFIXES, extra="atari", importer=import_atari, maker=_make_for_family, settings=AtariSettings,
+    native_backends=("ale_vector",), frame_stacks=True,
+)
+"""ALE games: the DQN preprocessing (training envs end episodes at a lost life and clip rewards),
+stepped by gymnasium's vector envs or ale-py's own; their frame stacks kept once in the buffer."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlpipe.envs.ale_vector import AleVectorEnv
-from rlpipe.envs.atari import AtariSettings
 from rlpipe.envs.errors import EnvSettingError
-from rlpipe.envs.factory import EnvFactory, env_factory, is_atari_id
+from rlpipe.envs.factory import EnvFactory, env_factory
+from rlpipe.envs.families import env_families, family_of
 from rlpipe.envs.protocol import VectorEnv
 from rlpipe.envs.vector import VectorEnvManager
 
@@ -41,8 +41,9 @@ class EnvSettings:
     asynchronous: bool = False
     step_timeout: float | None = None
     nonfinite: str = "raise"
-    atari: AtariSettings | None = None
-    """An ALE game's settings (None: the ALE's defaults); only ALE ids may have them."""
+    family_settings: Any = None
+    """The settings of the env's family (:mod:`rlpipe.envs.families`; an ALE game's
+    :class:`~rlpipe.envs.atari.AtariSettings`); None: the family's defaults."""
     train: bool = False
     """Envs for collecting (an ALE game: a lost life ends an episode, rewards clipped) or, without
     it, for evaluating (whole games, real scores)."""
@@ -50,7 +51,7 @@ class EnvSettings:
     def single_env_factory(self) -> EnvFactory:
         """A maker of one environment as these settings describe it (no vector around it)."""
         return env_factory(self.env_id, self.env_kwargs, self.max_episode_steps, imports=self.imports,
-                           wrappers=self.wrappers, atari=self.atari, train=self.train)
+                           wrappers=self.wrappers, family_settings=self.family_settings, train=self.train)
 
 
 VectorBackend = Callable[[EnvSettings, int, int], VectorEnv]
@@ -66,18 +67,15 @@ def gymnasium_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> Vec
 
 
 def ale_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> AleVectorEnv:
-    """ale-py's C++ vector env, for ``ALE/`` ids only, with the same observations as the Python
-    wrappers; it has no user wrappers, env kwargs, subprocesses or step timeout."""
-    if not is_atari_id(settings.env_id):
-        raise EnvSettingError(f"ale_vector steps ALE games only (ids like 'ALE/Pong-v5'), not '{settings.env_id}'",
-                              "backend")
+    """ale-py's C++ vector env (ALE games: the atari family), with the same observations as the
+    Python wrappers; it has no user wrappers, env kwargs, subprocesses or step timeout."""
     unread = {"env_kwargs": settings.env_kwargs, "wrappers": settings.wrappers, "asynchronous": settings.asynchronous,
               "step_timeout": settings.step_timeout, "max_episode_steps": settings.max_episode_steps}
     for name, value in unread.items():
         if value:
             raise EnvSettingError(f"the ale_vector backend does not read it (got {value}); use the gymnasium backend",
                                   name)
-    return AleVectorEnv(settings.env_id, num_envs, seed, train=settings.train, settings=settings.atari)
+    return AleVectorEnv(settings.env_id, num_envs, seed, train=settings.train, settings=settings.family_settings)
 
 
 VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env, "ale_vector": ale_vector_env}
@@ -85,9 +83,16 @@ VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env, 
 
 
 def make_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> VectorEnv:
-    """``num_envs`` environments as ``settings`` describe them, made by the backend they name."""
+    """``num_envs`` environments as ``settings`` describe them, made by the backend they name (a
+    family's native backend steps that family's envs only:
+    :attr:`~rlpipe.envs.families.EnvFamily.native_backends`)."""
     backend = VECTOR_BACKENDS.get(settings.backend)
     if backend is None:
         raise EnvSettingError(f"unknown vector env backend '{settings.backend}' (use one of "
                               f"{', '.join(sorted(VECTOR_BACKENDS))})", "backend")
+    family = family_of(settings.env_id)
+    owner = next((f for f in env_families() if settings.backend in f.native_backends), family)
+    if owner is not family:
+        raise EnvSettingError(f"the {settings.backend} backend steps {owner.name} envs only (ids like "
+                              f"'{owner.prefixes[0]}...'), not '{settings.env_id}'", "backend")
     return backend(settings, num_envs, seed)

@@ -15,59 +15,19 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlpipe.envs.atari import ATARI_ID_PREFIXES, AtariSettings, import_atari, make_atari_env
 from rlpipe.envs.errors import EnvSettingError
+from rlpipe.envs.families import MakeEnv, family_of
 from rlpipe.envs.goal import GOAL_KEYS, FlattenGoalObservation
-from rlpipe.envs.minatar import MINATAR_ID_PREFIXES, import_minatar, make_minatar_env
-from rlpipe.envs.minigrid import (
-    MINIGRID_ID_PREFIXES,
-    FlattenMiniGridImage,
-    ReportMiniGridSuccess,
-    import_minigrid,
-    is_minigrid_env,
-)
+from rlpipe.envs.minigrid import FlattenMiniGridImage, ReportMiniGridSuccess, is_minigrid_env
 from rlpipe.envs.recovery import RecreateOnError
 from rlpipe.envs.registration import register_envs
-from rlpipe.envs.robotics import ROBOTICS_ID_PREFIXES, import_robotics
 from rlpipe.envs.user_envs import apply_wrappers, import_env_modules, resolve_wrappers, split_module_id
 from rlpipe.errors import MissingDependencyError, first_line
 
-__all__ = ["ENV_PACKAGES", "EnvFactory", "env_factory", "is_atari_id", "is_goal_env"]
+__all__ = ["EnvFactory", "env_factory", "is_goal_env"]
 
 EnvFactory = Callable[[], gym.Env]
 """Makes one environment each time it is called."""
-
-ENV_PACKAGES: tuple[tuple[tuple[str, ...], Callable[[str], None]], ...] = (
-    (MINIGRID_ID_PREFIXES, import_minigrid),
-    (ROBOTICS_ID_PREFIXES, import_robotics),
-    (ATARI_ID_PREFIXES, import_atari),
-    (MINATAR_ID_PREFIXES, import_minatar),
-)
-"""Env id prefixes of optional packages, and the function that imports each (registering its envs)."""
-
-
-def _package_importer(env_id: str) -> Callable[[str], None] | None:
-    """The importer of the optional package whose envs ``env_id`` names, if any."""
-    return next((importer for prefixes, importer in ENV_PACKAGES if env_id.startswith(prefixes)), None)
-
-
-def is_atari_id(env_id: str) -> bool:
-    """Whether ``env_id`` names an ALE game (``ALE/Pong-v5``), which :func:`make_atari_env` builds."""
-    return env_id.startswith(ATARI_ID_PREFIXES)
-
-
-def _atari_maker(env_id: str, env_kwargs: Mapping[str, Any], max_episode_steps: int | None,
-                 atari: AtariSettings | None, train: bool) -> Callable[[], gym.Env]:
-    """The maker of one ALE game with the DQN preprocessing; its settings come from ``atari``, not
-    from ``env_kwargs`` (only ``render_mode`` passes) or ``max_episode_steps``."""
-    if max_episode_steps is not None:
-        raise EnvSettingError(f"env '{env_id}' counts its step limit in atari.max_episode_steps", "max_episode_steps")
-    unread = sorted(set(env_kwargs) - {"render_mode"})
-    if unread:
-        raise EnvSettingError(f"env '{env_id}' takes its settings from atari (sticky actions, action set, no-ops, "
-                              f"step limit), not from {unread}", "env_kwargs")
-    settings, render_mode = atari or AtariSettings(), env_kwargs.get("render_mode")
-    return lambda: make_atari_env(env_id, train=train, settings=settings, render_mode=render_mode)
 
 
 def is_goal_env(env: gym.Env) -> bool:
@@ -101,7 +61,7 @@ def _standard_wrappers(env: gym.Env) -> gym.Env:
 
 def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_episode_steps: int | None = None,
                 imports: Sequence[str] = (), wrappers: Sequence[Mapping[str, Any]] = (), *,
-                atari: AtariSettings | None = None, train: bool = False) -> EnvFactory:
+                family_settings: Any = None, train: bool = False) -> EnvFactory:
     """A factory for ``gym.make(env_id, ...)``; fails at once on an unknown id.
 
     Your own environments (:mod:`rlpipe.envs.user_envs`): ``imports`` are modules imported
@@ -110,12 +70,10 @@ def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_ep
 
     Goal environments with dict observations come flattened by :class:`FlattenGoalObservation`,
     MiniGrid environments by :class:`FlattenMiniGridImage`, with ``is_success`` reported by
-    :class:`ReportMiniGridSuccess`. The ids of optional packages (:data:`ENV_PACKAGES`:
-    ``MiniGrid-``/``BabyAI-``, Gymnasium-Robotics' ``Fetch``, ``PointMaze_``, ...) import that
-    package, which registers them. ``ALE/<Game>-v5`` ids are built by
-    :func:`~rlpipe.envs.atari.make_atari_env` with the ``atari`` settings (defaults: the ALE's),
-    for training (``train``: lives end episodes, rewards clipped) or evaluation (whole games);
-    ``MinAtar/`` ids by :func:`~rlpipe.envs.minatar.make_minatar_env` (``uint8 [C, 10, 10]``).
+    :class:`ReportMiniGridSuccess`. The id's family (:func:`~rlpipe.envs.families.family_of`)
+    imports its package (which registers its envs) and makes each env with its
+    ``family_settings`` (None: the family's defaults), for training (``train``: an ALE game's
+    lost life ends an episode, rewards are clipped) or for evaluation.
     A bounded Box action space is rescaled to [-1, 1] (gymnasium's ``RescaleAction``): this is
     the one place where actions meet the env's bounds, so policies, buffers and random
     collection all work in [-1, 1]. Every environment is recreated when it crashes
@@ -132,7 +90,8 @@ def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_ep
     import_env_modules([module] if module else [], "env_id")
     modules = [*imports, *([module] if module else [])]
     user_wrappers = resolve_wrappers(wrappers)
-    import_package = _package_importer(env_id)
+    family = family_of(env_id)
+    import_package = family.importer
     if import_package is not None:
         import_package(env_id)
     if env_id not in gym.registry:
@@ -140,16 +99,7 @@ def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_ep
         did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
         raise EnvSettingError(f"unknown gymnasium environment '{env_id}'{did_you_mean}", "env_id")
     given_kwargs = dict(env_kwargs or {})
-    kwargs = dict(given_kwargs)
-    if atari is not None and not is_atari_id(env_id):
-        raise EnvSettingError(f"only ALE games (ids like 'ALE/Pong-v5') read it; env '{env_id}' is not one", "atari")
-    if is_atari_id(env_id):
-        make_env = _atari_maker(env_id, given_kwargs, max_episode_steps, atari, train)
-    else:
-        if max_episode_steps is not None:
-            kwargs["max_episode_steps"] = max_episode_steps
-        is_minatar = env_id.startswith(MINATAR_ID_PREFIXES)
-        make_env = (lambda: make_minatar_env(env_id, kwargs)) if is_minatar else (lambda: gym.make(env_id, **kwargs))
+    spec = MakeEnv(env_id, given_kwargs, max_episode_steps, family_settings, train)
 
     def make_one() -> gym.Env:
         # again here: a spawned worker process starts with gymnasium's own registry
@@ -157,7 +107,7 @@ def env_factory(env_id: str, env_kwargs: Mapping[str, Any] | None = None, max_ep
         if import_package is not None:
             import_package(env_id)
         try:
-            return _standard_wrappers(apply_wrappers(make_env(), user_wrappers))
+            return _standard_wrappers(apply_wrappers(family.maker(spec), user_wrappers))
         except gym.error.DependencyNotInstalled as err:
             reason = first_line(err)
             # gymnasium's message says what to install; only MuJoCo has an rlpipe extra (not Box2D)

@@ -17,13 +17,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlpipe.envs.families import EnvFamily, MakeEnv, install_hint
 from rlpipe.errors import MissingDependencyError
 
 MINATAR_ID_PREFIXES = ("MinAtar/",)
-INSTALL_HINT = "scripts/setup.sh minatar, or pip install 'rlpipe[minatar]'"
+INSTALL_HINT = install_hint("minatar")
 MINATAR_GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
 
-__all__ = ["MINATAR_GAMES", "MINATAR_ID_PREFIXES", "MinAtarChannelsFirst", "import_minatar", "make_minatar_env"]
+__all__ = ["MINATAR_FAMILY", "MINATAR_GAMES", "MINATAR_ID_PREFIXES", "MinAtarChannelsFirst", "import_minatar",
+           "make_minatar_env"]
 
 
 def import_minatar(env_id: str) -> None:
@@ -65,3 +67,16 @@ def make_minatar_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -
     """
     import_minatar(env_id)
     return MinAtarChannelsFirst(gym.make(env_id, **dict(env_kwargs or {})))
+
+
+def _make_for_family(spec: MakeEnv) -> gym.Env[np.ndarray, int]:
+    limit = {} if spec.max_episode_steps is None else {"max_episode_steps": spec.max_episode_steps}
+    return make_minatar_env(spec.env_id, {**spec.kwargs, **limit})
+
+
+MINATAR_FAMILY = EnvFamily(
+    "minatar", MINATAR_ID_PREFIXES, extra="minatar", importer=import_minatar, maker=_make_for_family,
+    agent_observations=(MinAtarChannelsFirst,),
+)
+"""MinAtar's games as ``uint8 [C, 10, 10]`` images (``predict`` takes those; channels are kinds of
+objects, not frames)."""

@@ -15,12 +15,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlpipe.envs.families import EnvFamily, install_hint
 from rlpipe.errors import MissingDependencyError
 
 MINIGRID_ID_PREFIXES = ("MiniGrid-", "BabyAI-")
 """The ids that importing ``minigrid`` registers with gymnasium (which does not load them itself)."""
 
 __all__ = [
+    "MINIGRID_FAMILY",
     "MINIGRID_ID_PREFIXES",
     "FlattenMiniGridImage",
     "ReportMiniGridSuccess",
@@ -41,7 +43,7 @@ def import_minigrid(env_id: str) -> None:
     except ImportError:
         raise MissingDependencyError(
             f"env '{env_id}' needs the minigrid package, which is not installed; "
-            "MiniGrid envs need the extra: scripts/setup.sh minigrid, or pip install 'rlpipe[minigrid]'"
+            f"MiniGrid envs need the extra: {install_hint('minigrid')}"
         ) from None
 
 
@@ -106,3 +108,8 @@ class ReportMiniGridSuccess(gym.Wrapper[Any, Any, Any, Any]):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, {**info, "is_success": bool(terminated and float(reward) > 0)}
+
+
+MINIGRID_FAMILY = EnvFamily("minigrid", MINIGRID_ID_PREFIXES, extra="minigrid", importer=import_minigrid)
+"""MiniGrid and BabyAI (flattened by :class:`FlattenMiniGridImage`, decided on the env itself, so a
+MiniGrid env registered under another id is flattened too)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 
+from rlpipe.envs.families import EnvFamily, install_hint
 from rlpipe.errors import MissingDependencyError
 
 ROBOTICS_ID_PREFIXES = ("Fetch", "HandManipulate", "HandReach", "AdroitHand", "PointMaze_", "AntMaze_",
@@ -18,9 +19,9 @@ ROBOTICS_ID_PREFIXES = ("Fetch", "HandManipulate", "HandReach", "AdroitHand", "P
 """Env id prefixes of Gymnasium-Robotics' environments."""
 MUJOCO_RANGE = ((3, 2), (3, 11))
 """The mujoco versions (from, up to but excluding; major.minor) the robotics envs work with."""
-INSTALL_HINT = "scripts/setup.sh robotics, or pip install 'rlpipe[robotics]'"
+INSTALL_HINT = install_hint("robotics")
 
-__all__ = ["MUJOCO_RANGE", "ROBOTICS_ID_PREFIXES", "check_mujoco_version", "import_robotics"]
+__all__ = ["MUJOCO_RANGE", "ROBOTICS_FAMILY", "ROBOTICS_ID_PREFIXES", "check_mujoco_version", "import_robotics"]
 
 
 def check_mujoco_version(version: str, env_id: str) -> None:
@@ -54,3 +55,7 @@ def import_robotics(env_id: str) -> None:
     import gymnasium as gym
 
     gym.register_envs(gymnasium_robotics)
+
+
+ROBOTICS_FAMILY = EnvFamily("robotics", ROBOTICS_ID_PREFIXES, extra="robotics", importer=import_robotics)
+"""Gymnasium-Robotics' goal envs (flattened by the goal wrappers, decided on their spaces)."""

@@ -1,13 +1,12 @@
 """Neural networks used by the policies, each starting with an encoder chosen from the observation space."""
 from rlpipe.model.continuous import DeterministicActor, EnsembleLinear, EnsembleQ, SquashedGaussianActor
-from rlpipe.model.encoders import ENCODERS, EncoderConfig, make_encoder
+from rlpipe.model.encoders import EncoderConfig, make_encoder
 from rlpipe.model.heads import DistributionalQ
 from rlpipe.model.noisy import NoisyLinear
 from rlpipe.model.q_network import DQN
 
 __all__ = [
     "DQN",
-    "ENCODERS",
     "DeterministicActor",
     "DistributionalQ",
     "EncoderConfig",

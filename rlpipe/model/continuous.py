@@ -9,7 +9,7 @@ the critics' forward and backward run about 10% faster than two ``nn.Sequential`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -92,13 +92,15 @@ class EnsembleQ(nn.Module):
         n_critics: int = 2,
         batch_renorm: bool = False,
         encoder: str = "auto",
+        encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         check_sizes(obs_shape, action_shape)
         if n_critics <= 0:
             raise ValueError(f"n_critics must be positive, got {n_critics}")
         self.action_shape, self.n_critics = int(action_shape), int(n_critics)
-        self.encoder, n_features = make_encoder(observation_space(obs_shape), EncoderConfig((), encoder))
+        self.encoder, n_features = make_encoder(observation_space(obs_shape),
+                                                EncoderConfig((), encoder, encoder_kwargs=encoder_kwargs or {}))
         sizes = [n_features + self.action_shape, *hidden, 1]
         self.layers = nn.ModuleList(
             EnsembleLinear(i, o, self.n_critics) for i, o in pairwise(sizes)
@@ -137,11 +139,13 @@ class SquashedGaussianActor(nn.Module):
         hidden: Sequence[int] = (256, 256),
         batch_renorm: bool = False,
         encoder: str = "auto",
+        encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         check_sizes(obs_shape, action_shape)
         self.action_shape = int(action_shape)
-        self.trunk, last = make_encoder(observation_space(obs_shape), EncoderConfig(hidden, encoder, batch_renorm))
+        self.trunk, last = make_encoder(observation_space(obs_shape),
+                                        EncoderConfig(hidden, encoder, batch_renorm, encoder_kwargs or {}))
         self.mean_head = nn.Linear(last, self.action_shape)
         self.log_std_head = nn.Linear(last, self.action_shape)
 
@@ -188,11 +192,13 @@ class DeterministicActor(nn.Module):
         action_shape: int,
         hidden: Sequence[int] = (256, 256),
         encoder: str = "auto",
+        encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         check_sizes(obs_shape, action_shape)
         self.action_shape = int(action_shape)
-        self.trunk, last = make_encoder(observation_space(obs_shape), EncoderConfig(hidden, encoder))
+        self.trunk, last = make_encoder(observation_space(obs_shape),
+                                        EncoderConfig(hidden, encoder, encoder_kwargs=encoder_kwargs or {}))
         self.head = nn.Linear(last, self.action_shape)
 
     def forward(self, obs: Any) -> torch.Tensor:

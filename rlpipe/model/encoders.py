@@ -6,7 +6,8 @@ conversion to float: an observation stays in its own dtype (a future ``uint8`` i
 stays ``uint8``) until the encoder of the network that reads it.
 
 :func:`make_encoder` picks the encoder from the observation space and the config key
-``policy.model.encoder`` (``auto`` chooses from the space) through :data:`ENCODERS`:
+``policy.model.encoder`` (``auto`` chooses from the space), built-in ones by the table of
+encoders (:data:`rlpipe.config.encoders.ENCODERS`, the single source of their names):
 
 - ``mlp``: ``Linear -> ReLU`` per entry of ``encoder_hidden_size_list``, on float features made
   from the space (:func:`flat_size`): a ``Box`` of any shape flattened, a ``MultiBinary`` as its
@@ -15,7 +16,10 @@ stays ``uint8``) until the encoder of the network that reads it.
   layout of ``rlpipe.envs.FlattenGoalObservation``);
 - ``nature_cnn`` and ``minatar_cnn`` (:mod:`rlpipe.model.cnn`): the DQN networks of Atari and of
   MinAtar on channels-first images ``[C, H, W]``, scaled by the space's ``high`` (their dense
-  layer is the paper's: ``encoder_hidden_size_list`` is not read).
+  layer is the paper's: ``encoder_hidden_size_list`` is not read);
+- ``package.module:Class``: a user's encoder, ``Class(observation_space, **encoder_kwargs)``, an
+  ``nn.Module`` with an ``n_features`` attribute, that takes the observations in their own dtype
+  (a dict of them for a ``Dict`` space) and returns float32 ``[B, n_features]``.
 
 An image is a channels-first 3-D ``Box`` of an integer dtype (:func:`is_image`); ``auto`` gives it ``nature_cnn`` when
 both sides are at least 36 pixels (84x84 Atari stacks), else ``minatar_cnn`` (10x10 MinAtar
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
@@ -39,6 +43,8 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlpipe.config.encoders import AUTO, ENCODERS, check_encoder_name, is_import_path
+from rlpipe.errors import first_line
 from rlpipe.model.batch_renorm import BatchRenorm
 from rlpipe.model.cnn import (
     MINATAR_MIN_SIZE,
@@ -48,6 +54,7 @@ from rlpipe.model.cnn import (
     minatar_cnn_layers,
     nature_cnn_layers,
 )
+from rlpipe.utils.imports import ImportPathError, import_object
 
 GOAL_LAYOUT = ("observation", "achieved_goal", "desired_goal")
 """The order in which a goal dict's entries are concatenated: the flat layout the goal envs use
@@ -62,13 +69,15 @@ class EncoderConfig:
     """The encoder settings of ``policy.model``, for networks built from explicit arguments.
 
     :func:`make_encoder` also takes ``policy.model`` itself (or any object with these names;
-    ``encoder`` and ``batch_renorm`` may be absent, as in the seed's configs).
+    ``encoder``, ``batch_renorm`` and ``encoder_kwargs`` may be absent, as in the seed's configs).
     """
 
     encoder_hidden_size_list: Sequence[int] = (64, 64)
-    encoder: str = "auto"
+    encoder: str = AUTO
     batch_renorm: bool = False
     """Batch-renormalise the input and each hidden layer's output (CrossQ's placement)."""
+    encoder_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments of a ``package.module:Class`` encoder."""
 
 
 class Encoder(nn.Sequential):
@@ -313,13 +322,13 @@ def _image_encoder(layers: Callable[[tuple[int, ...]], tuple[list[nn.Module], in
     return build
 
 
-ENCODERS: dict[str, Callable[[spaces.Space[Any], Any], tuple[Encoder, int]]] = {
-    "mlp": _mlp_encoder,
-    "nature_cnn": _image_encoder(nature_cnn_layers, channels_last_backward=True, input_major_dense=False),
-    "minatar_cnn": _image_encoder(functools.partial(minatar_cnn_layers, conv=PatchConv2d),
-                                  channels_last_backward=False, input_major_dense=True),
-}
-"""The builder of each ``policy.model.encoder`` kind: ``(observation_space, cfg) -> (encoder, n_features)``."""
+mlp_encoder = _mlp_encoder
+"""The ``mlp`` row of :data:`rlpipe.config.encoders.ENCODERS`."""
+nature_cnn_encoder = _image_encoder(nature_cnn_layers, channels_last_backward=True, input_major_dense=False)
+"""The ``nature_cnn`` row."""
+minatar_cnn_encoder = _image_encoder(functools.partial(minatar_cnn_layers, conv=PatchConv2d),
+                                     channels_last_backward=False, input_major_dense=True)
+"""The ``minatar_cnn`` row."""
 
 IMAGE_MIN_SIZE = {"nature_cnn": NATURE_MIN_SIZE, "minatar_cnn": MINATAR_MIN_SIZE}
 """The smallest image side each image encoder reads."""
@@ -340,14 +349,15 @@ def check_encoder_reads(kind: str, space: spaces.Space[Any]) -> None:
 
 
 def encoder_kind(observation_space: spaces.Space[Any], kind: str = "auto") -> str:
-    """The encoder kind for ``observation_space``: ``kind`` itself (checked against the space), or with
-    ``auto`` the one the space calls for: ``mlp`` for flat ``Box`` observations and dicts of them;
-    for images (:func:`is_image`: a channels-first integer ``Box`` ``[C, H, W]``) ``nature_cnn``
-    when ``H`` and ``W`` are at least 36 pixels, else ``minatar_cnn``."""
-    if kind != "auto":
-        if kind not in ENCODERS:
-            raise ValueError(f"unknown encoder {kind!r}; choose one of auto, {', '.join(ENCODERS)}")
-        check_encoder_reads(kind, observation_space)
+    """The encoder kind for ``observation_space``: ``kind`` itself (a built-in one checked against the
+    space; a user's ``package.module:Class`` as it is), or with ``auto`` the one the space calls for:
+    ``mlp`` for flat ``Box`` observations and dicts of them; for images (:func:`is_image`: a
+    channels-first integer ``Box`` ``[C, H, W]``) ``nature_cnn`` when ``H`` and ``W`` are at least
+    36 pixels, else ``minatar_cnn``."""
+    if kind != AUTO:
+        check_encoder_name(kind)
+        if not is_import_path(kind):
+            check_encoder_reads(kind, observation_space)
         return kind
     space = observation_space
     if isinstance(space, spaces.Box) and is_image(space):
@@ -390,12 +400,36 @@ def describe(space: spaces.Space[Any]) -> str:
     return " ".join(str(space).split())
 
 
-def make_encoder(observation_space: spaces.Space[Any], cfg: Any) -> tuple[Encoder, int]:
+def make_encoder(observation_space: spaces.Space[Any], cfg: Any) -> tuple[nn.Module, int]:
     """The encoder of ``observation_space`` and the number of features it returns.
 
     ``cfg`` is ``policy.model`` or an :class:`EncoderConfig`: ``encoder`` (absent: ``auto``),
-    ``encoder_hidden_size_list`` and ``batch_renorm`` (absent: off; both read by ``mlp`` only). The
-    layers are drawn from torch's generator in order, first to last.
+    ``encoder_hidden_size_list`` and ``batch_renorm`` (absent: off; both read by ``mlp`` only),
+    ``encoder_kwargs`` (a user encoder's). The layers are drawn from torch's generator in order,
+    first to last. A user's encoder that cannot be imported or built is a one-line ``ValueError``
+    naming it.
     """
-    kind = encoder_kind(observation_space, getattr(cfg, "encoder", "auto"))
-    return ENCODERS[kind](observation_space, cfg)
+    kind = encoder_kind(observation_space, getattr(cfg, "encoder", AUTO))
+    if not is_import_path(kind):
+        builder: Callable[[spaces.Space[Any], Any], tuple[Encoder, int]] = import_object(ENCODERS[kind].builder)
+        return builder(observation_space, cfg)
+    return user_encoder(kind, observation_space, dict(getattr(cfg, "encoder_kwargs", None) or {}))
+
+
+def user_encoder(path: str, observation_space: spaces.Space[Any], kwargs: dict[str, Any]) -> tuple[nn.Module, int]:
+    """``Class(observation_space, **kwargs)`` of the ``package.module:Class`` at ``path`` and its
+    ``n_features``; a one-line ``ValueError`` naming the encoder when it cannot be had."""
+    try:
+        cls = import_object(path)
+    except ImportPathError as err:
+        raise ValueError(f"encoder '{path}': {err}") from None
+    try:
+        encoder = cls(observation_space, **kwargs)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"encoder '{path}' could not be built with encoder_kwargs {kwargs} ({first_line(err)})"
+                         ) from None
+    n_features = getattr(encoder, "n_features", None)
+    if not isinstance(encoder, nn.Module) or not isinstance(n_features, int) or n_features < 1:
+        raise ValueError(f"encoder '{path}' must be an nn.Module with a positive int n_features (the size of the "
+                         f"features it returns), got {type(encoder).__name__} with n_features={n_features!r}")
+    return encoder, n_features

@@ -1,8 +1,9 @@
-"""Distributional Q-networks: an encoder, then ``N`` numbers per action (C51's logits over
-atoms, QR-DQN's quantiles), with an optional dueling split and optional noisy layers."""
+"""The Q head of every discrete algorithm: an encoder, then ``N`` numbers per action (C51's logits
+over atoms, QR-DQN's quantiles, DQN's one value), with an optional dueling split and optional
+noisy layers."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -26,7 +27,8 @@ class DistributionalQ(nn.Module):
     distributions, on the logits for C51). With ``noisy`` the head's layers are
     :class:`~rlpipe.model.noisy.NoisyLinear` with ``sigma0``; with ``noisy_encoder`` too the
     encoder's fully connected layers are (the Nature CNN's 512-unit layer, as in Rainbow and DER),
-    else the encoder stays deterministic.
+    else the encoder stays deterministic. With one output it is DQN's Q-network
+    (:class:`~rlpipe.model.q_network.DQN`).
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class DistributionalQ(nn.Module):
         noisy: bool = False,
         sigma0: float = 0.5,
         noisy_encoder: bool = False,
+        encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         check_sizes(obs_shape, action_shape)
@@ -51,7 +54,8 @@ class DistributionalQ(nn.Module):
         self.n_outputs = int(n_outputs)
         self.dueling = dueling
         self.encoder, n_features = make_encoder(
-            observation_space(obs_shape), EncoderConfig(encoder_hidden_size_list, encoder)
+            observation_space(obs_shape),
+            EncoderConfig(encoder_hidden_size_list, encoder, encoder_kwargs=encoder_kwargs or {}),
         )
         if noisy_encoder:
             make_linears_noisy(self.encoder, sigma0)
@@ -62,11 +66,11 @@ class DistributionalQ(nn.Module):
             self.head = _linear(n_features, self.action_shape * self.n_outputs, noisy, sigma0)
 
     def forward(self, obs: Any) -> torch.Tensor:
-        """``obs`` ``[B, *obs_shape]`` in any dtype -> ``[B, A, N]``."""
+        """``obs`` ``[B, *obs_shape]`` in any dtype (a dict of them for a ``Dict`` space) -> ``[B, A, N]``."""
         h = self.encoder(obs)
         shape = (h.shape[0], self.action_shape, self.n_outputs)
-        # .float(): under bfloat16 autocast (learn.precision) the outputs leave in float32 for the
-        # distributional losses; a no-op in float32.
+        # .float(): under bfloat16 autocast (learn.precision) the outputs leave in float32, so that
+        # targets, losses and TD errors keep their digits; a no-op in float32.
         if not self.dueling:
             return self.head(h).float().view(shape)
         v = self.value_head(h).float().unsqueeze(1)

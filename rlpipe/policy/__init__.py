@@ -5,7 +5,7 @@ from rlpipe.policy.crossq import CrossQPolicy
 from rlpipe.policy.distributional import DistributionalQPolicy
 from rlpipe.policy.dqn import DQNPolicy, dqn_td_loss
 from rlpipe.policy.frame import PolicyFrame
-from rlpipe.policy.q_learning import QLearningPolicy, QLoss
+from rlpipe.policy.q_learning import QLearningPolicy
 from rlpipe.policy.qrdqn import QRDQNPolicy, quantile_huber_loss
 from rlpipe.policy.sac import SACPolicy, sac_actor_loss, sac_alpha_loss, sac_critic_loss, sac_td_target
 from rlpipe.policy.td3 import DDPGPolicy, TD3Policy, td3_actor_loss, td3_critic_loss, td3_target_action, td3_td_target
@@ -20,7 +20,6 @@ __all__ = [
     "PolicyFrame",
     "PolicyMode",
     "QLearningPolicy",
-    "QLoss",
     "QRDQNPolicy",
     "SACPolicy",
     "TD3Policy",

@@ -1,29 +1,32 @@
 """What the actor-critic policies (SAC, TD3, DDPG, CrossQ) share: one optimizer step, Polyak
-averaging, critics frozen for the actor step, the policy's own generators, and
-:class:`ActorCriticPolicy`, the frame around each update rule (on :class:`~rlpipe.policy.frame.PolicyFrame`)."""
+averaging, critics frozen for the actor step, and :class:`ActorCriticPolicy`, the frame around
+each update rule (on :class:`~rlpipe.policy.frame.PolicyFrame`)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
 from rlpipe.policy.frame import ArrayLike, Observation, PolicyFrame, TransitionBatch, model_shapes
+from rlpipe.policy.streams import RandomStreams
 from rlpipe.utils.running_stats import RunningMeanStd
 
 OBS_NORM_CLIP = 5.0
 """With ``model.obs_norm`` the networks see ``clip((obs - mean) / std, -5, 5)`` (the HER paper's clip)."""
 
 
-def check_model_cfg(model_cfg: Any) -> tuple[spaces.Space[Any], int, list[int], str]:
+def check_model_cfg(model_cfg: Any) -> tuple[spaces.Space[Any], int, list[int], dict[str, Any]]:
     """``(observation space, action_shape, hidden sizes, encoder)`` from ``cfg.model``, which must know the
-    env's sizes (``encoder`` absent, as in the seed's configs, is ``auto``)."""
+    env's sizes; ``encoder`` holds the networks' ``encoder`` and ``encoder_kwargs`` arguments (absent, as in
+    the seed's configs: ``auto``, none)."""
     obs_shape, action_shape = model_shapes(model_cfg)
-    return obs_shape, action_shape, list(model_cfg.encoder_hidden_size_list), getattr(model_cfg, "encoder", "auto")
+    encoder = {"encoder": getattr(model_cfg, "encoder", "auto"),
+               "encoder_kwargs": getattr(model_cfg, "encoder_kwargs", None)}
+    return obs_shape, action_shape, list(model_cfg.encoder_hidden_size_list), encoder
 
 
 def target_theta_of(learn_cfg: Any) -> float:
@@ -61,35 +64,13 @@ def training(module: nn.Module) -> Iterator[None]:
         module.train(was_training)
 
 
-class Generators:
-    """The policy's two random streams: exploration (``collect``) and the update's noise (``learn``).
-
-    Both derive from one seed; :meth:`seed` reseeds exploration only, as DQN's ``seed`` does.
-    """
-
-    def __init__(self, seed: int, device: torch.device) -> None:
-        self.collect = torch.Generator(device=device)
-        self.learn = torch.Generator(device=device)
-        self.learn.manual_seed(int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0]))
-        self.seed(seed)
-
-    def seed(self, seed: int) -> None:
-        self.collect.manual_seed(seed)
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return {"collect": self.collect.get_state(), "learn": self.learn.get_state()}
-
-    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
-        self.collect.set_state(state["collect"])
-        self.learn.set_state(state["learn"])
-
-
-class ActorCriticPolicy(PolicyFrame[Generators]):
+class ActorCriticPolicy(PolicyFrame):
     """The frame of SAC, TD3, DDPG and CrossQ around their update rule.
 
     On top of :class:`~rlpipe.policy.frame.PolicyFrame` (device, counter, modes, batches, state
-    dicts, ``learn.precision``) it reads ``model.obs_norm`` and owns the two generators
-    (:class:`Generators`) and the observation statistics.
+    dicts, ``learn.precision``) it reads ``model.obs_norm`` and owns the two torch generators
+    (``collect`` and ``learn`` of :class:`~rlpipe.policy.streams.RandomStreams`) and the
+    observation statistics.
 
     Observation normalisation (``model.obs_norm``; absent means off). Every network sees
     observations normalised by running statistics of the observations of the learning
@@ -110,8 +91,9 @@ class ActorCriticPolicy(PolicyFrame[Generators]):
         obs_norm = bool(getattr(cfg.model, "obs_norm", False))
         self._obs_stats = RunningMeanStd(check_model_cfg(cfg.model)[0].shape or ()) if obs_norm else None
 
-    def _make_rng(self, seed: int) -> Generators:
-        return Generators(seed, self._device)
+    def _make_rng(self, seed: int) -> RandomStreams:
+        """``collect`` (exploration) and ``learn`` (the update's noise), torch generators on the device."""
+        return RandomStreams(seed, epsilon=False, device=self._device)
 
     def _obs(self, obs: ArrayLike) -> Observation:
         """Observations as the networks take them: on the device, normalised with ``obs_norm``."""

@@ -15,13 +15,14 @@ Metrics returned by ``learn_mode.forward``:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from rlpipe.policy.distributional import DistributionalQPolicy
-from rlpipe.policy.frame import TransitionBatch
+from rlpipe.policy.frame import ArrayLike
 
 
 def categorical_projection(
@@ -96,14 +97,16 @@ class C51Policy(DistributionalQPolicy):
         """The distributions' means ``[N, A]`` from logits ``[N, A, num_atoms]``."""
         return (torch.softmax(output, dim=-1) * self.support).sum(dim=-1)
 
-    def target(self, b: TransitionBatch) -> torch.Tensor:
-        """The bootstrap action's distribution at ``s'``, shifted by the return and projected
-        (:func:`categorical_projection`)."""
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """One step of :func:`c51_loss` on a columnar batch: the bootstrap action's distribution at
+        ``s'``, shifted by the return and projected onto the support, is the target of the taken
+        actions' distributions; the cross-entropy per sample is the priority."""
+        self._draw_update_noise()
+        b = self._learn_batch(batch)
         next_probs = torch.softmax(self._bootstrap(b.next_obs), dim=-1)
-        return categorical_projection(next_probs, b.reward, b.terminated, b.value_gamma, self.support)
-
-    def distribution_loss(
-        self, outputs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:func:`c51_loss`: the cross-entropy per sample is the priority."""
-        return c51_loss(outputs, action, target, weight)
+        target_probs = categorical_projection(next_probs, b.reward, b.terminated, b.value_gamma, self.support)
+        logits = self.model(b.obs)
+        loss, cross_entropy = c51_loss(logits, b.action, target_probs, b.weight)
+        q = self.q_values(logits.detach())
+        self._gradient_step(loss)
+        return self._learn_output(loss, q, cross_entropy)

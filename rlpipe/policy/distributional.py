@@ -1,7 +1,8 @@
 """What C51 and QR-DQN share on top of the DQN family's frame: a network with ``N`` outputs
-per action (:class:`~rlpipe.model.heads.DistributionalQ`), the bootstrap action (double-Q or
-not), the loss's wiring (a member gives the target and the loss to it), Adam's ``eps``
-(``learn.adam_eps``), and noisy networks (``model.noisy``).
+per action (:class:`~rlpipe.model.heads.DistributionalQ`), Adam's ``eps`` (``learn.adam_eps``),
+noisy networks (``model.noisy``), and the helpers their learning steps call: the bootstrap
+outputs (double-Q or not) and the update's noise. Each member's step reads top to bottom in its
+own module (:mod:`rlpipe.policy.c51`, :mod:`rlpipe.policy.qrdqn`).
 
 With noisy layers the noise is drawn anew for every update (online and target networks, from
 the ``learn`` stream) and for every collect step (from the ``collect`` stream), as in
@@ -10,7 +11,6 @@ Fortunato et al. (2018); ``eval_mode`` acts with the layers' means, without nois
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,49 +19,25 @@ from torch import nn
 
 from rlpipe.model.heads import DistributionalQ
 from rlpipe.model.noisy import has_noise, reset_noise
-from rlpipe.policy.frame import ArrayLike, Observation, TransitionBatch, model_shapes
-from rlpipe.policy.q_learning import ExplorationRng, QLearningPolicy, QLoss
-
-
-class NoisyStreams(ExplorationRng):
-    """Epsilon-greedy's numpy generator and two torch generators for noisy layers: ``collect``
-    (acting; reseeded by :meth:`seed` with exploration) and ``learn`` (updates; never reseeded)."""
-
-    def __init__(self, seed: int, device: torch.device) -> None:
-        self.collect = torch.Generator(device=device)
-        self.learn = torch.Generator(device=device)
-        self.learn.manual_seed(int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0]))
-        super().__init__(seed)
-
-    def seed(self, seed: int) -> None:
-        super().seed(seed)
-        self.collect.manual_seed(seed)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"eps": super().state_dict(), "collect": self.collect.get_state(), "learn": self.learn.get_state()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state["eps"])
-        self.collect.set_state(state["collect"])
-        self.learn.set_state(state["learn"])
+from rlpipe.policy.frame import ArrayLike, Observation, model_shapes
+from rlpipe.policy.q_learning import QLearningPolicy
+from rlpipe.policy.streams import RandomStreams
 
 
 class DistributionalQPolicy(QLearningPolicy):
     """The frame of C51 and QR-DQN: :attr:`n_outputs` numbers per action from the network.
 
     Besides what :class:`~rlpipe.policy.q_learning.QLearningPolicy` reads, it reads
-    ``learn.double_q``, ``learn.adam_eps`` (absent: Adam's default), ``model.dueling``,
-    ``model.noisy``, ``model.noisy_sigma0`` and ``model.noisy_encoder`` (absent: off).
+    ``learn.adam_eps`` (absent: Adam's default), ``model.dueling``, ``model.noisy``,
+    ``model.noisy_sigma0`` and ``model.noisy_encoder`` (absent: off).
 
-    A member gives :meth:`~rlpipe.policy.q_learning.QLearningPolicy.q_values`, the target of the
-    taken actions' outputs (:meth:`target`) and the loss to it (:meth:`distribution_loss`); the
-    frame's :meth:`loss` wires them to the online network.
+    A member gives :meth:`q_values` and its learning step (``_forward_learn``), which starts with
+    :meth:`_draw_update_noise` and takes its target from :meth:`_bootstrap`.
     """
 
     def __init__(self, cfg: Any, n_outputs: int, model: nn.Module | None = None, seed: int = 0) -> None:
         self.n_outputs = n_outputs
         """Outputs per action: atoms (C51) or quantiles (QR-DQN)."""
-        self._double_q = bool(cfg.learn.double_q)
         super().__init__(cfg, model, seed)
         adam_eps = getattr(cfg.learn, "adam_eps", None)
         if adam_eps is not None:
@@ -69,12 +45,14 @@ class DistributionalQPolicy(QLearningPolicy):
                 group["eps"] = float(adam_eps)
         self._noisy = has_noise(self.model)
         if self._noisy:
-            reset_noise(self.model, self._streams.collect)
-            reset_noise(self.target_model, self._streams.learn)
+            reset_noise(self.model, self._rng.collect)
+            reset_noise(self.target_model, self._rng.learn)
 
-    def _make_rng(self, seed: int) -> NoisyStreams:
-        self._streams = NoisyStreams(seed, self._device)
-        return self._streams
+    def _make_rng(self, seed: int) -> RandomStreams:
+        """Epsilon-greedy's numpy generators and the noisy layers' torch generators, ``collect`` (acting)
+        and ``learn`` (updates). ``collect`` keeps torch's default seed until :meth:`seed`, as it always
+        has: seeding it here would change every noisy run."""
+        return RandomStreams(seed, epsilon=True, device=self._device, seed_collect=False)
 
     def build_model(self, model_cfg: Any) -> nn.Module:
         obs_shape, action_shape = model_shapes(model_cfg)
@@ -88,47 +66,34 @@ class DistributionalQPolicy(QLearningPolicy):
             noisy=bool(getattr(model_cfg, "noisy", False)),
             sigma0=float(getattr(model_cfg, "noisy_sigma0", 0.5)),
             noisy_encoder=bool(getattr(model_cfg, "noisy_encoder", False)),
+            encoder_kwargs=getattr(model_cfg, "encoder_kwargs", None),
         )
 
-    # ---- what a member defines --------------------------------------------------------
     @abstractmethod
-    def target(self, b: TransitionBatch) -> torch.Tensor:
-        """The target ``[B, M]`` of the taken actions' outputs (no gradient), from :meth:`_bootstrap`."""
+    def q_values(self, output: torch.Tensor) -> torch.Tensor:
+        """The action values ``[N, A]`` of the outputs ``[N, A, n_outputs]``: the bootstrap action and
+        acting take their argmax."""
 
-    @abstractmethod
-    def distribution_loss(
-        self, outputs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The loss (scalar) of the online ``outputs`` ``[B, A, N]`` at ``action`` ``[B]`` to ``target``,
-        weighted by ``weight`` ``[B]`` (None: uniformly), and the loss per sample ``[B]`` (no gradient)."""
-
-    # ---- learning ------------------------------------------------------------------------
-    def loss(self, b: TransitionBatch) -> QLoss:
-        """:meth:`distribution_loss` to :meth:`target`; the priority is the per-sample loss."""
-        target = self.target(b)
-        outputs = self.model(b.obs)
-        loss, per_sample = self.distribution_loss(outputs, b.action, target, b.weight)
-        return QLoss(loss, per_sample, self.q_values(outputs.detach()))
+    # ---- what a member's _forward_learn calls ---------------------------------------------
+    def _draw_update_noise(self) -> None:
+        """With noisy layers, new noise in the online and target networks from the ``learn`` stream."""
+        if self._noisy:
+            reset_noise(self.model, self._rng.learn)
+            reset_noise(self.target_model, self._rng.learn)
 
     def _bootstrap(self, next_obs: Observation) -> torch.Tensor:
         """The target network's outputs ``[B, N]`` at the bootstrap action of ``next_obs``: the
-        online network's greedy action with ``learn.double_q``, else the target's."""
+        online network's greedy action with ``learn.double_q``, else the target's (no gradient)."""
         with torch.no_grad():
             target = self.target_model(next_obs)
             chooser = self.model(next_obs) if self._double_q else target
             next_action = self.q_values(chooser).argmax(dim=1)
             return target[torch.arange(target.shape[0], device=target.device), next_action]
 
-    # ---- noise ----------------------------------------------------------------------------
-    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
-        if self._noisy:
-            reset_noise(self.model, self._streams.learn)
-            reset_noise(self.target_model, self._streams.learn)
-        return super()._forward_learn(batch)
-
+    # ---- acting with noise ------------------------------------------------------------------
     def _forward_collect(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:
         if self._noisy:
-            reset_noise(self.model, self._streams.collect)
+            reset_noise(self.model, self._rng.collect)
         return super()._forward_collect(obs, eps)
 
     def _forward_eval(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:

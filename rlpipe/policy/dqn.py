@@ -2,7 +2,7 @@
 
 ``dqn_td_loss`` is the update rule as a pure function of tensors; ``DQNPolicy`` gives the
 DQN family's frame (:mod:`rlpipe.policy.q_learning`: online and target networks, optimizer,
-target updates, epsilon-greedy acting) its network and its loss.
+target updates, epsilon-greedy acting) its network and its learning step.
 
 Metrics returned by ``learn_mode.forward``:
     total_loss  Huber TD loss of the step (importance-weighted when ``weight`` is given).
@@ -12,14 +12,15 @@ Metrics returned by ``learn_mode.forward``:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from rlpipe.model import DQN
-from rlpipe.policy.frame import TransitionBatch, model_shapes
-from rlpipe.policy.q_learning import QLearningPolicy, QLoss
+from rlpipe.policy.frame import ArrayLike, model_shapes
+from rlpipe.policy.q_learning import QLearningPolicy
 
 
 def dqn_td_loss(
@@ -79,10 +80,6 @@ class DQNPolicy(QLearningPolicy):
     ``DQN`` built from ``cfg.model``. ``seed`` seeds the exploration generator (see :meth:`seed`).
     """
 
-    def __init__(self, cfg: Any, model: nn.Module | None = None, seed: int = 0) -> None:
-        self._double_q = bool(cfg.learn.double_q)
-        super().__init__(cfg, model, seed)
-
     def build_model(self, model_cfg: Any) -> nn.Module:
         obs_shape, action_shape = model_shapes(model_cfg)
         return DQN(
@@ -91,10 +88,12 @@ class DQNPolicy(QLearningPolicy):
             encoder_hidden_size_list=model_cfg.encoder_hidden_size_list,
             dueling=model_cfg.dueling,
             encoder=getattr(model_cfg, "encoder", "auto"),
+            encoder_kwargs=getattr(model_cfg, "encoder_kwargs", None),
         )
 
-    def loss(self, b: TransitionBatch) -> QLoss:
-        """:func:`dqn_td_loss` of the batch; the priority is ``|td_error|``."""
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """One step of :func:`dqn_td_loss` on a columnar batch; the priority is ``|td_error|``."""
+        b = self._learn_batch(batch)
         with torch.no_grad():
             q_next_target = self.target_model(b.next_obs)
             q_next_online = self.model(b.next_obs) if self._double_q else None
@@ -102,4 +101,6 @@ class DQNPolicy(QLearningPolicy):
         loss, td_error = dqn_td_loss(
             q, q_next_online, q_next_target, b.action, b.reward, b.terminated, b.value_gamma, b.weight, self._double_q
         )
-        return QLoss(loss, td_error.abs(), q)
+        priority = td_error.abs()
+        self._gradient_step(loss)
+        return self._learn_output(loss, q, priority)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, get_args
+from typing import Any, NamedTuple, get_args
 
 import numpy as np
 import torch
@@ -27,6 +27,7 @@ from rlpipe.config.schema import Precision
 from rlpipe.model.encoders import model_observation_space
 from rlpipe.policy.base import PolicyMode
 from rlpipe.policy.optim import adam_betas_of
+from rlpipe.policy.streams import RandomStreams
 from rlpipe.utils.batch import terminated_of
 from rlpipe.utils.precision import bf16_fallback_reason
 
@@ -49,19 +50,6 @@ class TransitionBatch(NamedTuple):
     terminated: torch.Tensor  # [B], float 1.0 where there is no bootstrap
     value_gamma: torch.Tensor | float  # [B] or the scalar gamma
     weight: torch.Tensor | None  # [B] importance weights
-
-
-class RandomStreams(Protocol):
-    """A policy's random generators: reseeded by :meth:`PolicyFrame.seed`, saved in its state dict."""
-
-    def seed(self, seed: int) -> None: ...
-
-    def state_dict(self) -> Any: ...
-
-    def load_state_dict(self, state: Any) -> None: ...
-
-
-RngT = TypeVar("RngT", bound=RandomStreams)
 
 
 def device_of(cfg: Any) -> torch.device:
@@ -106,12 +94,13 @@ def joined(first: Observation, second: Observation) -> Observation:
     return torch.cat([first, second])
 
 
-class PolicyFrame(ABC, Generic[RngT]):
+class PolicyFrame(ABC):
     """The frame of every policy around its update rule.
 
     It reads ``cuda``, ``discount_factor``, ``nstep``, ``learn.grad_clip``,
     ``learn.adam_betas`` (absent: Adam's defaults) and ``learn.precision`` (absent: fp32), owns
-    the device, the update counter and the random streams (:meth:`_make_rng`), wires
+    the device, the update counter and the random streams (:meth:`_make_rng`,
+    :class:`~rlpipe.policy.streams.RandomStreams`), wires
     ``learn_mode`` (under bfloat16 autocast with ``precision: bf16-mixed``), ``collect_mode`` and
     ``eval_mode``, converts learning batches (:meth:`_learn_batch`) and moves observations to
     the device (:meth:`_observations`), and saves and restores everything named in
@@ -146,13 +135,14 @@ class PolicyFrame(ABC, Generic[RngT]):
         return self._train_iter
 
     def seed(self, seed: int) -> None:
-        """Reseed the exploration generator of ``collect_mode``."""
+        """Reseed the acting streams (:meth:`~rlpipe.policy.streams.RandomStreams.seed`); the updates'
+        stream goes on."""
         self._rng.seed(seed)
 
     # ---- what a family defines --------------------------------------------------------
     @abstractmethod
-    def _make_rng(self, seed: int) -> RngT:
-        """The policy's random streams, from ``seed`` (``self._device`` is set)."""
+    def _make_rng(self, seed: int) -> RandomStreams:
+        """The policy's random streams (the ones it draws from), from ``seed`` (``self._device`` is set)."""
 
     def _learn_function(self, learn_cfg: Any) -> Callable[[Mapping[str, ArrayLike]], dict[str, Any]]:
         """What ``learn_mode.forward`` calls: :meth:`_forward_learn`, under bfloat16 autocast with

@@ -1,12 +1,14 @@
 """The frame of the DQN family: an online Q network, its target copy, Adam, gradient clipping,
 hard or soft target updates, and epsilon-greedy acting over the actions' values.
 
-A member of the family (DQN; later QR-DQN, C51, ...) replaces two things:
+A member of the family (DQN, C51, QR-DQN) gives:
 
 * :meth:`QLearningPolicy.build_model`: the network, an encoder
   (:func:`~rlpipe.model.encoders.make_encoder`) and the member's head;
-* :meth:`QLearningPolicy.loss`: the loss of a batch (its target computed from
-  ``self.target_model`` and ``self.model``), the per-sample priority and the batch's Q-values;
+* ``_forward_learn``: its learning step, to be read top to bottom in its own module: the batch
+  as tensors (``_learn_batch``), the target from ``self.target_model`` (and ``self.model`` for
+  double Q), the loss and the priorities, then the frame's :meth:`QLearningPolicy._gradient_step`
+  and :meth:`QLearningPolicy._learn_output`;
 
 and, when its head outputs more than one number per action (quantiles, a distribution),
 :meth:`QLearningPolicy.q_values`, the action values acting takes the argmax of.
@@ -15,62 +17,26 @@ from __future__ import annotations
 
 import copy
 from abc import abstractmethod
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from rlpipe.policy.frame import ArrayLike, PolicyFrame, TransitionBatch, per_sample
+from rlpipe.policy.frame import ArrayLike, PolicyFrame, per_sample
 from rlpipe.policy.optim import gradient_step, initial_learning_rate, make_adam
+from rlpipe.policy.streams import RandomStreams
 
 
-class QLoss(NamedTuple):
-    """What :meth:`QLearningPolicy.loss` returns for a batch of ``B`` transitions and ``A`` actions."""
-
-    loss: torch.Tensor  # scalar, differentiable in the online network
-    priority: torch.Tensor  # [B], for prioritised replay (DQN: |td_error|)
-    q: torch.Tensor  # [B, A] online Q(s, .), for the q_value metric
-
-
-EVALUATION_STREAM = 1
-"""The spawn key of the evaluation generator's seed: a stream apart from exploration's."""
-
-
-def _generators(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
-    """Exploration's generator and evaluation's, from ``seed``."""
-    evaluation = np.random.SeedSequence(seed, spawn_key=(EVALUATION_STREAM,))
-    return np.random.default_rng(seed), np.random.default_rng(evaluation)
-
-
-class ExplorationRng:
-    """The numpy generators of epsilon-greedy acting: ``generator`` (exploration) and
-    ``evaluation`` (``eval_mode``'s epsilon). The state is exploration's bit generator's: the
-    evaluation stream starts again from the seed in a resumed run, as the evaluator's envs do."""
-
-    def __init__(self, seed: int) -> None:
-        self.generator, self.evaluation = _generators(seed)
-
-    def seed(self, seed: int) -> None:
-        self.generator, self.evaluation = _generators(seed)
-
-    def state_dict(self) -> dict[str, Any]:
-        return dict(self.generator.bit_generator.state)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.generator.bit_generator.state = state
-
-
-class QLearningPolicy(PolicyFrame[ExplorationRng]):
+class QLearningPolicy(PolicyFrame):
     """Online network ``model``, target network ``target_model`` and ``optimizer``, from ``cfg``.
 
     ``cfg`` is a ``PolicyConfig`` or any object with the same attributes; this frame reads
-    ``learn.learning_rate``, ``learn.target_theta`` (Polyak steps every update when set) and
-    ``learn.target_update_freq`` (else hard copies every that many updates), besides what
-    :class:`~rlpipe.policy.frame.PolicyFrame` reads. ``model`` replaces the network
-    :meth:`build_model` would build from ``cfg.model``: it receives observations on the
-    policy's device in the dtype they came in (start it with
+    ``learn.learning_rate``, ``learn.target_theta`` (Polyak steps every update when set),
+    ``learn.target_update_freq`` (else hard copies every that many updates) and ``learn.double_q``
+    (for the members' targets), besides what :class:`~rlpipe.policy.frame.PolicyFrame` reads.
+    ``model`` replaces the network :meth:`build_model` would build from ``cfg.model``: it
+    receives observations on the policy's device in the dtype they came in (start it with
     :func:`~rlpipe.model.encoders.make_encoder` to have them converted). ``seed`` seeds exploration.
 
     Metrics returned by ``learn_mode.forward``:
@@ -87,6 +53,7 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     def __init__(self, cfg: Any, model: nn.Module | None = None, seed: int = 0) -> None:
         super().__init__(cfg, seed)
         learn = cfg.learn
+        self._double_q = bool(learn.double_q)
         self._target_theta = None if learn.target_theta is None else float(learn.target_theta)
         self._target_update_freq = None if learn.target_update_freq is None else int(learn.target_update_freq)
 
@@ -103,8 +70,9 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
             )
         )
 
-    def _make_rng(self, seed: int) -> ExplorationRng:
-        return ExplorationRng(seed)
+    def _make_rng(self, seed: int) -> RandomStreams:
+        """The numpy generators of epsilon-greedy acting, ``exploration`` and ``evaluation``."""
+        return RandomStreams(seed, epsilon=True)
 
     def learning_rate_groups(self) -> dict[str, list[dict[str, Any]]]:
         return {"learning_rate": self.optimizer.param_groups}
@@ -114,10 +82,6 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     def build_model(self, model_cfg: Any) -> nn.Module:
         """The online network from ``cfg.model`` (drawn from torch's generator)."""
 
-    @abstractmethod
-    def loss(self, b: TransitionBatch) -> QLoss:
-        """The loss of one batch, its per-sample priority and the online Q-values."""
-
     def _actions(self, action: torch.Tensor) -> torch.Tensor:
         """Discrete actions ``[B]``; the seed's ``[B, 1]`` action columns are read as ``[B]``."""
         return per_sample("action", action, "one discrete action per row")
@@ -126,17 +90,21 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
         """The action values ``[N, A]`` in the network's ``output``; acting takes their argmax."""
         return output
 
-    # ---- learning ----------------------------------------------------------------------
-    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
-        """One gradient step on a columnar batch, then the target update."""
-        out = self.loss(self._learn_batch(batch))
-        gradient_step(self.optimizer, self._params, out.loss, self._grad_clip)
+    # ---- learning: what a member's _forward_learn calls -------------------------------------
+    def _gradient_step(self, loss: torch.Tensor) -> None:
+        """Backpropagate ``loss`` and step Adam (clipping with ``learn.grad_clip``), count the update,
+        then update the target network."""
+        gradient_step(self.optimizer, self._params, loss, self._grad_clip)
         self._train_iter += 1
         self._update_target()
+
+    def _learn_output(self, loss: torch.Tensor, q: torch.Tensor, priority: torch.Tensor) -> dict[str, Any]:
+        """The step's metrics (above) from its ``loss``, the online values ``q`` ``[B, A]`` and the
+        per-sample ``priority`` ``[B]``."""
         return {
-            "total_loss": out.loss.item(),
-            "q_value": out.q.detach().mean().item(),
-            "priority": out.priority.cpu().numpy(),
+            "total_loss": loss.item(),
+            "q_value": q.detach().mean().item(),
+            "priority": priority.cpu().numpy(),
             "cur_lr": self.optimizer.param_groups[0]["lr"],
         }
 
@@ -172,7 +140,7 @@ class QLearningPolicy(PolicyFrame[ExplorationRng]):
     @torch.inference_mode()
     def _forward_collect(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:
         """Epsilon-greedy actions, int64 ``[N]``, from the exploration generator."""
-        return self._epsilon_greedy(self._q(obs), eps, self._rng.generator)
+        return self._epsilon_greedy(self._q(obs), eps, self._rng.exploration)
 
     @torch.inference_mode()
     def _forward_eval(self, obs: ArrayLike, eps: float = 0.0) -> np.ndarray:

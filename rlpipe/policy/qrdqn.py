@@ -13,13 +13,14 @@ Metrics returned by ``learn_mode.forward``:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
 from rlpipe.policy.distributional import DistributionalQPolicy
-from rlpipe.policy.frame import TransitionBatch
+from rlpipe.policy.frame import ArrayLike
 
 
 def quantile_huber_loss(
@@ -74,14 +75,17 @@ class QRDQNPolicy(DistributionalQPolicy):
         """The quantiles' means ``[N, A]`` from quantiles ``[N, A, num_quantiles]``."""
         return output.mean(dim=-1)
 
-    def target(self, b: TransitionBatch) -> torch.Tensor:
-        """The bootstrapped quantiles ``r + gamma^k * theta'`` (no bootstrap past a terminal state)."""
+    def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
+        """One step of :func:`quantile_huber_loss` on a columnar batch: the taken actions' quantiles
+        regress on the bootstrapped quantiles ``r + gamma^k * theta'`` (no bootstrap past a terminal
+        state); the loss per sample is the priority."""
+        self._draw_update_noise()
+        b = self._learn_batch(batch)
         discount = (b.value_gamma * (1.0 - b.terminated)).unsqueeze(-1)
-        return b.reward.unsqueeze(-1) + discount * self._bootstrap(b.next_obs)
-
-    def distribution_loss(
-        self, outputs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:func:`quantile_huber_loss` of the taken actions' quantiles: the loss per sample is the priority."""
-        theta = outputs[torch.arange(outputs.shape[0], device=outputs.device), action]
-        return quantile_huber_loss(theta, target, self._kappa, weight)
+        target = b.reward.unsqueeze(-1) + discount * self._bootstrap(b.next_obs)
+        quantiles = self.model(b.obs)
+        theta = quantiles[torch.arange(quantiles.shape[0], device=quantiles.device), b.action]
+        loss, per_sample = quantile_huber_loss(theta, target, self._kappa, b.weight)
+        q = self.q_values(quantiles.detach())
+        self._gradient_step(loss)
+        return self._learn_output(loss, q, per_sample)

@@ -129,8 +129,9 @@ class SACPolicy(ActorCriticPolicy):
         self._auto_alpha = bool(learn.auto_alpha)
         self._target_entropy = float(-action_shape if learn.target_entropy is None else learn.target_entropy)
 
-        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden, self.batch_renorm, encoder).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm, encoder).to(self._device)
+        self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden, self.batch_renorm, **encoder)
+        self.actor.to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm, **encoder).to(self._device)
         self.log_alpha = torch.tensor(
             math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha
         )

@@ -107,8 +107,8 @@ class DeterministicActorCritic(ActorCriticPolicy):
         self._explore_sigma = float(cfg.collect.noise_sigma)
         self._target_theta = target_theta_of(learn)
 
-        self.actor = DeterministicActor(obs_shape, action_shape, hidden, encoder).to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics, encoder=encoder).to(self._device)
+        self.actor = DeterministicActor(obs_shape, action_shape, hidden, **encoder).to(self._device)
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, n_critics, **encoder).to(self._device)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = make_adam(self.actor.parameters(), initial_learning_rate(learn, "learning_rate_actor"),

@@ -9,7 +9,6 @@ name and its optional dependencies (Ray) load only when a run asks for it.
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import cast
@@ -17,6 +16,7 @@ from typing import cast
 from rlpipe.config import Config, ConfigError
 from rlpipe.policy import Policy
 from rlpipe.recipes.pipeline import Middleware
+from rlpipe.utils.imports import import_object
 
 __all__ = ["LOCAL_BACKEND", "REMOTE_BACKENDS", "RemoteCollect", "remote_backend", "remote_collect_half"]
 
@@ -34,8 +34,7 @@ def remote_backend(name: str) -> RemoteCollect:
     if path is None:
         known = ", ".join([LOCAL_BACKEND, *sorted(REMOTE_BACKENDS)])
         raise ConfigError(f"config key 'distributed.backend': unknown backend '{name}' (use one of {known})")
-    module, _, attribute = path.partition(":")
-    return cast(RemoteCollect, getattr(importlib.import_module(module), attribute))
+    return cast(RemoteCollect, import_object(path))
 
 
 @contextmanager

@@ -5,13 +5,13 @@ examples share (the environments come from :mod:`rlpipe.recipes.envs`).
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 from types import TracebackType
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,11 +19,12 @@ import torch
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.algorithms import ALGORITHMS, ActionKind
+from rlpipe.config.encoders import is_import_path
 from rlpipe.data import DequeBuffer, FrameStore, PriorityExperienceReplay
 from rlpipe.data.buffer.middleware.frame_store import frame_store_nbytes
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
-from rlpipe.envs.factory import is_atari_id
+from rlpipe.envs.families import family_of
 from rlpipe.model.encoders import (
     as_shape,
     categories,
@@ -32,10 +33,12 @@ from rlpipe.model.encoders import (
     is_image,
     model_observation_space,
     obs_size,
+    user_encoder,
 )
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
+from rlpipe.utils.imports import import_object
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +116,7 @@ def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
         encoder_kind(obs_space, cfg.policy.model.encoder)
     except ValueError as err:
         raise ConfigError(f"env '{cfg.env.env_id}': {err}") from None
+    check_user_encoders(cfg, obs_space)
     nvec = categories(obs_space)
     shape = (len(nvec),) if nvec is not None else tuple(int(n) for n in obs_space.shape or ())
     obs_shape = shape[0] if len(shape) == 1 else shape  # a vector's shape is written as its size, as configs have it
@@ -140,10 +144,27 @@ def fill_model_shapes(cfg: Config, env: VectorEnv) -> Config:
     return filled
 
 
+def check_user_encoders(cfg: Config, obs_space: gym.Space) -> None:
+    """Build each ``package.module:Class`` encoder the config names once, on ``obs_space``, so that one
+    that does not import or build is a one-line error naming its key before the run starts (with
+    torch's generator forked: the networks' initial weights are what they would be without it)."""
+    named: dict[str, tuple[str, dict[str, Any]]] = {
+        "policy.model": (cfg.policy.model.encoder, cfg.policy.model.encoder_kwargs)}
+    if cfg.reward_model is not None:
+        named["reward_model"] = (cfg.reward_model.encoder, cfg.reward_model.encoder_kwargs)
+    for section, (encoder, kwargs) in named.items():
+        if not is_import_path(encoder):
+            continue
+        with torch.random.fork_rng(devices=[]):
+            try:
+                user_encoder(encoder, obs_space, dict(kwargs))
+            except ValueError as err:
+                raise ConfigError(f"config key '{section}.encoder': {err}") from None
+
+
 def policy_class(policy_type: str) -> Callable[..., Policy]:
     """The policy class of ``policy_type``, imported from the path its row of the algorithm table names."""
-    module, _, name = ALGORITHMS[policy_type].policy_class.partition(":")
-    cls: Callable[..., Policy] = getattr(importlib.import_module(module), name)
+    cls: Callable[..., Policy] = import_object(ALGORITHMS[policy_type].policy_class)
     return cls
 
 
@@ -170,13 +191,13 @@ def available_memory() -> int:
 
 def uses_frame_store(cfg: Config) -> bool:
     """Whether the buffer keeps frames once (``policy.other.replay_buffer.frame_store``): ``auto``
-    turns it on for an ALE game, whose ``uint8 [4, 84, 84]`` observations are stacks of frames
-    (not for MinAtar, whose channels are kinds of objects, not frames); ``true`` for any image
-    observations (a user's own frame stacks). ``cfg`` must have the model's sizes filled in."""
+    turns it on for an env family whose image observations are stacks of frames (ALE games'
+    ``uint8 [4, 84, 84]``; not MinAtar's, whose channels are kinds of objects); ``true`` for any
+    image observations (a user's own frame stacks). ``cfg`` must have the model's sizes filled in."""
     setting, model = cfg.policy.other.replay_buffer.frame_store, cfg.policy.model
     images = model.obs_dtype is not None and model.obs_shape is not None and not isinstance(model.obs_shape, int)
     if setting == "auto":
-        return images and is_atari_id(cfg.env.env_id) and cfg.policy.other.her is None
+        return images and family_of(cfg.env.env_id).frame_stacks and cfg.policy.other.her is None
     if setting and not images:
         raise ConfigError(f"config key 'policy.other.replay_buffer.frame_store' is true but env '{cfg.env.env_id}' "
                           f"observes {model.obs_shape}, not stacks of image frames [K, H, W]")

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import gymnasium as gym
+from pydantic import BaseModel
 
 from rlpipe.config import Config, ConfigError
 from rlpipe.envs import EnvSettingError, EnvSettings, VectorEnv, backends
-from rlpipe.envs.atari import AtariSettings
 from rlpipe.envs.factory import EnvFactory
+from rlpipe.envs.families import env_families, family_settings
 
 __all__ = ["ASYNC_STEP_TIMEOUT_S", "EVAL_SEED_OFFSET", "REEVAL_SEED_OFFSET", "env_settings", "make_env_factory",
            "make_envs", "make_vector_env", "setting_errors_as_config_keys"]
@@ -53,14 +55,21 @@ def env_settings(cfg: Config, train: bool = False) -> EnvSettings:
     the config sets no timeout), for the collector (``train``) or for evaluation (an ALE game:
     whole games with real scores)."""
     env = cfg.env
-    atari = None if env.atari is None else AtariSettings(**env.atari.model_dump())
+    sections = {family.name: _section(getattr(env, family.name, None)) for family in env_families() if family.settings}
+    with setting_errors_as_config_keys():
+        settings_of_family = family_settings(env.env_id, sections)
     return EnvSettings(
         env_id=env.env_id, env_kwargs=env.env_kwargs, max_episode_steps=env.max_episode_steps,
         imports=tuple(env.import_), wrappers=tuple(wrapper.model_dump() for wrapper in env.wrappers),
         backend=env.backend, asynchronous=env.asynchronous,
         step_timeout=env.step_timeout or (ASYNC_STEP_TIMEOUT_S if env.asynchronous else None),
-        nonfinite=env.nonfinite, atari=atari, train=train,
+        nonfinite=env.nonfinite, family_settings=settings_of_family, train=train,
     )
+
+
+def _section(section: BaseModel | None) -> dict[str, Any] | None:
+    """An env family's config section (``env.atari``, named as the family) as plain data."""
+    return None if section is None else section.model_dump()
 
 
 def make_env_factory(cfg: Config, train: bool = False) -> EnvFactory:

@@ -26,8 +26,9 @@ FORWARD_LOSS_WEIGHT = 0.2
 class IcmRewardModel(IntrinsicRewardModel):
     """ICM bonus: ``0.5 * ||forward(phi(s), a) - phi(s')||^2`` (mean over feature dims), running-std scaled.
 
-    ``cfg`` reads ``intrinsic_reward_weight``, ``learning_rate``, ``obs_norm``,
-    ``encoder_hidden_size_list`` and ``feature_size``; ``n_actions`` is the size of the
+    ``cfg`` reads ``intrinsic_reward_weight``, ``learning_rate``, ``obs_norm``, the encoder's
+    settings (``encoder``, ``encoder_kwargs``, ``encoder_hidden_size_list``; the first two may be
+    absent) and ``feature_size``; ``n_actions`` is the size of the
     env's ``Discrete`` action space. The forward loss does not train the encoder (its
     target features are detached), as in the paper, so features cannot collapse to make
     prediction trivial.
@@ -38,7 +39,7 @@ class IcmRewardModel(IntrinsicRewardModel):
         hidden, feature_size = list(cfg.encoder_hidden_size_list), int(cfg.feature_size)
         self.n_actions = int(n_actions)
         last_hidden = hidden[-1] if hidden else feature_size
-        self.encoder = observation_network(self._obs_space, hidden, feature_size)
+        self.encoder = observation_network(self._obs_space, cfg, feature_size)
         self.inverse = mlp(2 * feature_size, [last_hidden], self.n_actions)
         self.forward_model = mlp(feature_size + self.n_actions, [last_hidden], feature_size)
         self._make_optimizer()

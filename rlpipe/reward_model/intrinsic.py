@@ -27,7 +27,8 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlpipe.model.encoders import EncoderConfig, ObsShape, make_encoder, observation_space
+from rlpipe.config.encoders import AUTO
+from rlpipe.model.encoders import Encoder, EncoderConfig, ObsShape, make_encoder, observation_space
 from rlpipe.reward_model.base import BaseRewardModel
 from rlpipe.utils.running_stats import RunningMeanStd
 
@@ -44,11 +45,16 @@ class Transitions(NamedTuple):
     next_obs: torch.Tensor  # [B, *obs_shape], normalised when obs_norm
 
 
-def observation_network(obs_shape: ObsShape | spaces.Space[Any], hidden: list[int], out_size: int) -> nn.Sequential:
-    """The encoder of ``obs_shape``'s observations (a shape or a space; for vectors ``Linear -> ReLU``
-    per hidden size, for images a CNN), then a linear output layer of ``out_size``."""
-    encoder, n_features = make_encoder(observation_space(obs_shape), EncoderConfig(hidden))
-    return encoder.append(nn.Linear(n_features, out_size))
+def observation_network(obs_shape: ObsShape | spaces.Space[Any], cfg: Any, out_size: int) -> nn.Sequential:
+    """The encoder of ``obs_shape``'s observations (a shape or a space) that ``cfg`` (``reward_model``:
+    ``encoder``, ``encoder_kwargs``, ``encoder_hidden_size_list``) names, then a linear output layer
+    of ``out_size``. A built-in encoder takes the layer as its last (its state-dict names stay a
+    plain ``nn.Sequential``'s), a user's encoder comes first in a new one."""
+    settings = EncoderConfig(list(cfg.encoder_hidden_size_list), getattr(cfg, "encoder", AUTO),
+                             encoder_kwargs=dict(getattr(cfg, "encoder_kwargs", None) or {}))
+    encoder, n_features = make_encoder(observation_space(obs_shape), settings)
+    head = nn.Linear(n_features, out_size)
+    return encoder.append(head) if isinstance(encoder, Encoder) else nn.Sequential(encoder, head)
 
 
 class IntrinsicRewardModel(BaseRewardModel):

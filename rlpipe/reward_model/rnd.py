@@ -20,16 +20,17 @@ from rlpipe.reward_model.intrinsic import IntrinsicRewardModel, Transitions, obs
 class RndRewardModel(IntrinsicRewardModel):
     """RND bonus: ``||predictor(s') - target(s')||^2`` (mean over the feature dims), running-std scaled.
 
-    ``cfg`` reads ``intrinsic_reward_weight``, ``learning_rate``, ``obs_norm``,
-    ``encoder_hidden_size_list`` and ``feature_size``. Both networks are built from torch's
+    ``cfg`` reads ``intrinsic_reward_weight``, ``learning_rate``, ``obs_norm``, the encoder's
+    settings (``encoder``, ``encoder_kwargs``, ``encoder_hidden_size_list``; the first two may be
+    absent) and ``feature_size``. Both networks are built from torch's
     global generator (seed it first, as ``build_parts`` does); the target never trains.
     """
 
     def __init__(self, cfg: Any, obs_shape: ObsShape | spaces.Space[Any]) -> None:
         super().__init__(cfg, obs_shape)
-        hidden, feature_size = list(cfg.encoder_hidden_size_list), int(cfg.feature_size)
-        self.target = observation_network(self._obs_space, hidden, feature_size).requires_grad_(False)
-        self.predictor = observation_network(self._obs_space, hidden, feature_size)
+        feature_size = int(cfg.feature_size)
+        self.target = observation_network(self._obs_space, cfg, feature_size).requires_grad_(False)
+        self.predictor = observation_network(self._obs_space, cfg, feature_size)
         self._make_optimizer()
 
     def networks(self) -> dict[str, nn.Module]:

@@ -2,7 +2,8 @@
 without rlpipe (the ONNX route needs the ``export`` extra).
 
 The exported graph computes what ``rlpipe.load(run).predict(obs, deterministic=True)`` does,
-for a batch: it takes the env's observations as float32 ``[N, *obs_shape]`` and returns the
+for a batch: it takes the observations ``predict`` takes as ``[N, *obs_shape]`` (float32, or
+images in their own integer dtype, e.g. MinAtar's ``uint8 [N, C, 10, 10]``) and returns the
 env's actions, ``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``, with C51's
 and QR-DQN's ``Q`` the mean of the return distribution, noisy layers at their means) and
 ``float32 [N, action_dim]`` for the actor-critics (the deterministic action: ``tanh(mean)`` of
@@ -12,12 +13,13 @@ rescaling from ``[-1, 1]`` to the env's bounds after it.
 
 Envs whose observations pass through an observation wrapper on their way to the policy (goal
 dicts, MiniGrid images) are refused: the wrapper's conversion runs in Python, outside the graph.
+The conversions are the ones the :class:`~rlpipe.entry.agent.Agent` holds: export builds on it.
 """
 from __future__ import annotations
 
 import copy
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +35,6 @@ from rlpipe.policy.actor_critic import OBS_NORM_CLIP
 from rlpipe.policy.q_learning import QLearningPolicy
 from rlpipe.policy.sac import SACPolicy
 from rlpipe.policy.td3 import DeterministicActorCritic
-from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.running_stats import RunningMeanStd
 
 FORMATS = ("onnx", "torchscript")
@@ -92,16 +93,7 @@ class ExportedGraph:
     output: str
 
 
-def _wrapper_stack(env: gym.Env) -> list[gym.Wrapper]:
-    """``env``'s wrappers, outermost first."""
-    stack: list[gym.Wrapper] = []
-    while isinstance(env, gym.Wrapper):
-        stack.append(env)
-        env = env.env
-    return stack
-
-
-def _affine_action_map(action_wrappers: list[gym.ActionWrapper], size: int) -> tuple[np.ndarray, np.ndarray]:
+def _affine_action_map(action_wrappers: Sequence[gym.ActionWrapper], size: int) -> tuple[np.ndarray, np.ndarray]:
     """``gain`` and ``bias`` such that the wrappers (outermost first) map a policy action ``a`` in
     ``[-1, 1]`` to ``gain * a + bias``; :class:`ExportError` when their map is not affine."""
 
@@ -122,19 +114,13 @@ def _affine_action_map(action_wrappers: list[gym.ActionWrapper], size: int) -> t
 
 
 def acting_network(agent: Agent) -> nn.Module:
-    """A CPU module computing ``agent.predict(obs, deterministic=True)`` on a float32 batch."""
-    cfg, policy = agent.cfg, agent.policy
-    env = make_env_factory(cfg)()
-    try:
-        stack = _wrapper_stack(env)
-    finally:
-        env.close()
-    observation_wrappers = [type(w).__name__ for w in stack if isinstance(w, gym.ObservationWrapper)]
-    if observation_wrappers:
-        raise ExportError(f"env '{cfg.env.env_id}' converts its observations in Python "
-                          f"({', '.join(observation_wrappers)}) before the policy sees them; export takes "
-                          "array observations only")
-    action_wrappers = [w for w in stack if isinstance(w, gym.ActionWrapper)]
+    """A CPU module computing ``agent.predict(obs, deterministic=True)`` on a float32 batch, from the
+    conversions the agent holds (its observation and action wrappers)."""
+    cfg, policy, action_wrappers = agent.cfg, agent.policy, agent.action_wrappers
+    if agent.observation_wrappers:
+        names = ", ".join(type(w).__name__ for w in agent.observation_wrappers)
+        raise ExportError(f"env '{cfg.env.env_id}' converts its observations in Python ({names}) before the "
+                          "policy sees them; export takes array observations only")
     if isinstance(policy, QLearningPolicy):
         if action_wrappers:
             raise ExportError(f"env '{cfg.env.env_id}' converts discrete actions in Python "

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlpipe.config import Config, ConfigError, dump_config, load_config
+from rlpipe.entry import train
 from rlpipe.entry.stop import graceful_stop
-from rlpipe.entry.train import train
 from rlpipe.errors import MissingDependencyError, RlpipeError
 from rlpipe.framework.context import OnlineRLContext
 from rlpipe.framework.middleware.functional.trainer import TrainingDivergedError
@@ -126,7 +126,8 @@ def _objective(search: Search, trial: optuna.Trial) -> float:
     run_dir = search.study_dir / f"trial-{trial.number}"
     trial.set_user_attr("run_dir", str(run_dir))
     reporter = evaluation_reporter(trial)
-    summary = train(search.config(values, "run.progress=false"), run_dir, middleware={"after_evaluate": [reporter]})
+    summary = train(search.config(values, "run.progress=false"), run_dir,
+                    middleware={"after_evaluate": [reporter]}).summary
     if summary.stopped_by is not None:
         raise TuneStoppedError(summary.stopped_by, f"during trial {trial.number}")
     if reporter.pruned:

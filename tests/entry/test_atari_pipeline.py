@@ -9,7 +9,7 @@ import pytest
 
 from rlpipe.config import load_config
 from rlpipe.data import FrameStore
-from rlpipe.entry.train import train
+from rlpipe.entry import train
 from rlpipe.framework import Task
 from rlpipe.recipes.build import build_parts
 from rlpipe.recipes.pipeline import use_training_pipeline

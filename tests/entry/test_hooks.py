@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rlpipe
-from rlpipe.entry.api import ArgumentError
+from rlpipe.entry.options import ArgumentError
 from rlpipe.entry.train import ResumePoint
 from rlpipe.recipes.hooks import RunView
 from tests.tiny_run import TINY_RUN

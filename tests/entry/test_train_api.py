@@ -1,16 +1,20 @@
 """``rlpipe.train(preset, overrides=..., run_dir=..., middleware=...)``: the CLI's path from Python."""
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 
 import gymnasium as gym
 import pytest
 
 import rlpipe
+from rlpipe.cli.main import _parser
 from rlpipe.config import ConfigError
-from rlpipe.entry.api import ArgumentError
+from rlpipe.entry.options import ArgumentError, TrainOptions
 from rlpipe.entry.train import RunDirError
 from rlpipe.recipes.pipeline import INSERTION_POINTS
+from tests.run_checks import snapshot
 from tests.tiny_run import TINY_RUN
 
 TINY = TINY_RUN
@@ -69,8 +73,8 @@ def test_an_env_id_replaces_the_presets(tmp_path):
 def test_a_used_run_dir_needs_overwrite_or_resume(tmp_path):
     run_dir = tmp_path / "run"
     first = rlpipe.train("cartpole-dqn", overrides=TINY, run_dir=run_dir)
-    with pytest.raises(RunDirError, match=r"already holds a run: pass overwrite=True to start again there, "
-                                          r"resume=True to continue it, or another run_dir"):
+    with pytest.raises(RunDirError, match=r"already holds a run: pass overwrite=True \(--overwrite\) to start again "
+                                          r"there, resume=True \(rlpipe resume\) to continue it, or another run_dir"):
         rlpipe.train("cartpole-dqn", overrides=TINY, run_dir=run_dir)
     again = rlpipe.train("cartpole-dqn", overrides=TINY, run_dir=run_dir, overwrite=True)
     assert again.summary.run_id != first.summary.run_id and again.summary.env_step == first.summary.env_step
@@ -88,3 +92,25 @@ def test_wrong_arguments_are_named(tmp_path, kwargs, message):
     with pytest.raises(ArgumentError) as err:
         rlpipe.train("cartpole-dqn", run_dir=tmp_path / "run", **kwargs)
     assert message in str(err.value) and not (tmp_path / "run").exists()
+
+
+def test_overwrite_removes_the_old_run_only_once_the_new_one_passed_its_checks(tmp_path):
+    run_dir = tmp_path / "run"
+    rlpipe.train("cartpole-dqn", overrides=TINY, run_dir=run_dir)
+    before = snapshot(run_dir)
+    with pytest.raises(ConfigError, match=r"env\.env_id"):
+        rlpipe.train("cartpole-dqn", overrides=[*TINY, "env.env_id=NoSuchEnv-v0"], run_dir=run_dir, overwrite=True)
+    assert snapshot(run_dir) == before
+
+
+def test_the_command_line_and_python_take_the_same_options():
+    parser = _parser()
+    commands = {action.dest: action for action in parser._subparsers._group_actions}  # the subcommands
+    cli = set()
+    for name in ("train", "resume"):
+        sub = commands["command"].choices[name]
+        cli |= {action.dest for action in sub._actions if action.option_strings and action.dest != "help"}
+    launcher_only = {"no_progress", "backend", "collectors", "address"}  # overrides of config keys, not options
+    fields = {f.name for f in dataclasses.fields(TrainOptions)}
+    assert cli - launcher_only <= fields
+    assert fields <= set(inspect.signature(rlpipe.train).parameters)

@@ -1,6 +1,5 @@
 """make_encoder: the encoder of each observation space, its features, and its conversion to float32."""
 from types import SimpleNamespace
-from typing import get_args
 
 import numpy as np
 import pytest
@@ -8,9 +7,11 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlpipe.config import ConfigError, load_config
+from rlpipe.config.encoders import ENCODERS
 from rlpipe.config.schema import ModelConfig
 from rlpipe.envs.goal import GOAL_KEYS, GoalLayout
-from rlpipe.model import DQN, ENCODERS, EncoderConfig, EnsembleQ, SquashedGaussianActor, make_encoder
+from rlpipe.model import DQN, EncoderConfig, EnsembleQ, SquashedGaussianActor, make_encoder
 from rlpipe.model.encoders import GOAL_LAYOUT, DictEncoder, MlpEncoder, encoder_kind, observation_space
 
 
@@ -85,7 +86,7 @@ def test_auto_chooses_mlp_for_vectors_and_refuses_images_in_one_line():
     with pytest.raises(ValueError, match=r"observations Box\(shape=\(84, 84, 4\), dtype=uint8\)") as err:
         encoder_kind(box(84, 84, 4, dtype=np.uint8))
     assert "\n" not in str(err.value)
-    with pytest.raises(ValueError, match="unknown encoder 'cnn'; choose one of auto, mlp"):
+    with pytest.raises(ValueError, match="unknown encoder 'cnn': use one of auto, mlp"):
         encoder_kind(box(4), "cnn")
 
 
@@ -96,8 +97,14 @@ def test_mlp_flattens_a_shaped_box_when_asked():
     torch.testing.assert_close(encoder(obs), encoder[1](encoder[0](obs.reshape(2, 6))))
 
 
-def test_the_config_key_lists_every_registered_encoder():
-    assert get_args(ModelConfig.model_fields["encoder"].annotation) == ("auto", *ENCODERS)
+def test_the_config_key_takes_every_registered_encoder_and_only_those_or_import_paths():
+    for name in ("auto", *ENCODERS):
+        assert load_config("cartpole-dqn", [f"policy.model.encoder={name}"]).policy.model.encoder == name
+    user = load_config("cartpole-dqn", ["policy.model.encoder=my_pkg.nets:Enc"])
+    assert user.policy.model.encoder == "my_pkg.nets:Enc"
+    with pytest.raises(ConfigError, match="unknown encoder 'cnn': use one of auto, mlp, nature_cnn, minatar_cnn"):
+        load_config("cartpole-dqn", ["policy.model.encoder=cnn"])
+    assert all(name in ModelConfig.model_fields["encoder"].description for name in ENCODERS)
 
 
 def test_a_model_config_or_a_seed_namespace_is_a_cfg():

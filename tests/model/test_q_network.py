@@ -1,8 +1,11 @@
+"""DQN's Q-network: the distributional head with one output per action, the dueling combination,
+and the parameter names and draws of the checkpoints written before it was."""
 import pytest
 import torch
 from torch import nn
 
-from rlpipe.model import DQN
+from rlpipe.model import DQN, DistributionalQ
+from rlpipe.model.encoders import EncoderConfig, make_encoder, observation_space
 
 
 def test_forward_shape_and_encoder_layers():
@@ -54,3 +57,47 @@ def test_wrong_observation_size_names_both_shapes():
 def test_non_positive_sizes_rejected():
     with pytest.raises(ValueError, match="obs_shape and action_shape"):
         DQN(0, 2)
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+def test_it_is_the_distributional_head_with_one_output(dueling):
+    torch.manual_seed(0)
+    dqn = DQN(4, 3, encoder_hidden_size_list=(16, 8), dueling=dueling)
+    torch.manual_seed(0)
+    head = DistributionalQ(4, 3, 1, encoder_hidden_size_list=(16, 8), dueling=dueling)
+    assert list(dqn.state_dict()) == list(head.state_dict())
+    assert all(torch.equal(a, b) for a, b in zip(dqn.state_dict().values(), head.state_dict().values(), strict=True))
+    obs = torch.randn(5, 4)
+    assert torch.equal(dqn(obs), head(obs)[..., 0])
+
+
+def former_dqn_state(dueling, seed=0):
+    """The state dict the Q-network had before it was the one-output head: its encoder, then ``head``
+    (or ``value_head`` and ``advantage_head``), drawn in that order from torch's generator."""
+    torch.manual_seed(seed)
+    encoder, n_features = make_encoder(observation_space(4), EncoderConfig((16, 8), "auto"))
+    heads = {"value_head": nn.Linear(n_features, 1), "advantage_head": nn.Linear(n_features, 3)} if dueling else {
+        "head": nn.Linear(n_features, 3)}
+    state = {f"encoder.{k}": v for k, v in encoder.state_dict().items()}
+    for name, layer in heads.items():
+        state.update({f"{name}.{k}": v for k, v in layer.state_dict().items()})
+    return state, encoder, heads
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+def test_a_former_checkpoint_loads_unchanged_and_gives_its_values(dueling):
+    state, encoder, heads = former_dqn_state(dueling)
+    torch.manual_seed(0)
+    fresh = DQN(4, 3, encoder_hidden_size_list=(16, 8), dueling=dueling)
+    assert sorted(fresh.state_dict()) == sorted(state)
+    assert all(torch.equal(fresh.state_dict()[k], v) for k, v in state.items())  # the same draws, in order
+    model = DQN(4, 3, encoder_hidden_size_list=(16, 8), dueling=dueling)
+    model.load_state_dict(state)
+    obs = torch.randn(6, 4)
+    h = encoder(obs)
+    if dueling:
+        adv = heads["advantage_head"](h)
+        expected = heads["value_head"](h) + adv - adv.mean(dim=-1, keepdim=True)
+    else:
+        expected = heads["head"](h)
+    assert torch.equal(model(obs), expected)

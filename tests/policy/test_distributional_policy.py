@@ -11,8 +11,8 @@ import torch
 from rlpipe.data import DequeBuffer, PriorityExperienceReplay
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import OffPolicyLearner
-from rlpipe.model.noisy import NoisyLinear
-from rlpipe.policy import C51Policy, QRDQNPolicy
+from rlpipe.model.noisy import NoisyLinear, reset_noise
+from rlpipe.policy import C51Policy, QRDQNPolicy, c51_loss, categorical_projection
 
 from .test_c51 import batch, c51_cfg
 from .test_frame import same_state
@@ -62,6 +62,26 @@ def test_every_update_draws_new_noise_for_online_and_target_networks():
         seen.append((noise_of(policy.model), noise_of(policy.target_model)))
     (online_1, target_1), (online_2, target_2) = seen
     assert not same(online_1, online_2) and not same(target_1, target_2) and not same(online_1, target_1)
+
+
+def test_an_update_draws_its_noise_from_the_learn_stream_before_its_loss():
+    """The noisy C51 step by hand: new noise in both networks from the ``learn`` stream, then the
+    projected target of the double-Q bootstrap and the cross-entropy, with that noise."""
+    policy = make()
+    learn = torch.Generator().set_state(policy._rng.learn.get_state())
+    online, target_net = copy.deepcopy(policy.model), copy.deepcopy(policy.target_model)
+    reset_noise(online, learn)
+    reset_noise(target_net, learn)
+    t = {k: torch.as_tensor(v) for k, v in batch().items()}
+    with torch.no_grad():
+        next_action = policy.q_values(online(t["next_obs"])).argmax(dim=1)
+        next_probs = torch.softmax(target_net(t["next_obs"])[torch.arange(6), next_action], dim=-1)
+        target = categorical_projection(next_probs, t["reward"], t["terminated"], 0.5, policy.support)
+        expected, per_sample = c51_loss(online(t["obs"]), t["action"], target)
+    out = policy.learn_mode.forward(batch())
+    assert same(noise_of(policy.model), noise_of(online)) and same(noise_of(policy.target_model), noise_of(target_net))
+    assert out["total_loss"] == pytest.approx(expected.item(), rel=1e-6)
+    np.testing.assert_allclose(out["priority"], per_sample.numpy(), rtol=1e-6)
 
 
 def test_without_noisy_layers_collect_is_epsilon_greedy_and_noise_free():

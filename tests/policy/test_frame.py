@@ -11,8 +11,8 @@ from torch import nn
 from rlpipe.model import make_encoder
 from rlpipe.model.encoders import observation_space
 from rlpipe.policy import DQNPolicy, Policy, SACPolicy
-from rlpipe.policy.frame import PolicyFrame, TransitionBatch, model_shapes
-from rlpipe.policy.q_learning import QLearningPolicy, QLoss
+from rlpipe.policy.frame import PolicyFrame, model_shapes
+from rlpipe.policy.q_learning import QLearningPolicy
 
 from . import test_dqn, test_sac
 
@@ -161,7 +161,8 @@ class QuantileNet(nn.Module):
 
 
 class TinyQuantileDQN(QLearningPolicy):
-    """Quantile regression targets (Dabney et al., 2018), squared-error flavour: enough to show the seams."""
+    """Quantile regression targets (Dabney et al., 2018), squared-error flavour: a network, action values
+    and a learning step on the frame's helpers are enough."""
 
     def build_model(self, model_cfg):
         obs_shape, n_actions = model_shapes(model_cfg)
@@ -170,7 +171,8 @@ class TinyQuantileDQN(QLearningPolicy):
     def q_values(self, output):
         return output.mean(dim=-1)
 
-    def loss(self, b: TransitionBatch) -> QLoss:
+    def _forward_learn(self, batch):
+        b = self._learn_batch(batch)
         with torch.no_grad():
             next_z = self.target_model(b.next_obs)
             next_z_best = next_z[torch.arange(len(b.action)), self.q_values(next_z).argmax(dim=1)]  # [B, N]
@@ -178,7 +180,9 @@ class TinyQuantileDQN(QLearningPolicy):
         z = self.model(b.obs)
         z_sa = z[torch.arange(len(b.action)), b.action]
         error = target[:, None, :] - z_sa[:, :, None]  # [B, N, N]
-        return QLoss(error.square().mean(), error.detach().abs().mean(dim=(1, 2)), self.q_values(z))
+        loss = error.square().mean()
+        self._gradient_step(loss)
+        return self._learn_output(loss, self.q_values(z), error.detach().abs().mean(dim=(1, 2)))
 
 
 def test_a_new_dqn_family_member_is_a_small_subclass():

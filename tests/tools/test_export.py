@@ -12,8 +12,9 @@ import torch
 import rlpipe
 from rlpipe.cli.main import main
 from rlpipe.config import load_config
-from rlpipe.recipes.envs import make_env_factory
-from rlpipe.tools.export import ExportError, _affine_action_map, _wrapper_stack
+from rlpipe.entry.agent import Agent
+from rlpipe.recipes.build import make_policy
+from rlpipe.tools.export import ExportError, _affine_action_map
 from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
@@ -26,6 +27,7 @@ RUNS = {
     "cartpole-qrdqn": ["cartpole-qrdqn"],  # Q: the quantiles' means
     "pendulum-sac": ["pendulum-sac", "policy.random_collect_size=50", "policy.model.obs_norm=true"],  # normalisation
     "pendulum-td3": ["pendulum-td3", "policy.random_collect_size=50"],
+    "minatar-breakout-dqn": ["minatar-breakout-dqn", "policy.random_collect_size=50"],  # uint8 [C, 10, 10] images
 }
 """Run name: the preset and its overrides."""
 
@@ -39,10 +41,13 @@ def run(request, tmp_path_factory) -> Path:
 
 
 def observations(agent, n: int = 100) -> np.ndarray:
-    """``n`` observations spread over the space (unbounded dimensions cut to [-2, 2]), float32."""
-    space = agent.observation_space
+    """``n`` observations spread over the space (unbounded dimensions cut to [-2, 2]), float32; or, for
+    MinAtar's 0/1 images, sparse ones (a tenth of the cells set, as in its games) in their own dtype."""
+    space, rng = agent.observation_space, np.random.default_rng(0)
+    if np.issubdtype(space.dtype, np.integer):
+        return (rng.random((n, *space.shape)) < 0.1).astype(space.dtype)
     low, high = np.maximum(space.low, -2), np.minimum(space.high, 2)
-    return np.random.default_rng(0).uniform(low, high, (n, *space.shape)).astype(np.float32)
+    return rng.uniform(low, high, (n, *space.shape)).astype(np.float32)
 
 
 def export(run: Path, fmt: str, out: Path, capsys) -> dict:
@@ -66,7 +71,7 @@ def test_onnx_acts_as_predict(run, tmp_path, capsys):
         assert np.abs(expected).max() > 0.1  # scaled to Pendulum's [-2, 2], not left in [-1, 1] unchecked
         np.testing.assert_allclose(actions, expected, rtol=0, atol=1e-5)
         assert printed["output"] == "action: float32 [N, 1]"
-    assert printed["input"] == f"obs: float32 [N, {obs.shape[1]}]"
+    assert printed["input"] == f"obs: {obs.dtype} [N, {', '.join(map(str, obs.shape[1:]))}]"
 
 
 def test_torchscript_acts_as_predict(run, tmp_path, capsys):
@@ -79,8 +84,9 @@ def test_torchscript_acts_as_predict(run, tmp_path, capsys):
 
 
 def test_the_action_map_is_the_env_factorys_rescaling():
-    env = make_env_factory(load_config("pendulum-sac"))()  # Pendulum's torque is in [-2, 2]
-    gain, bias = _affine_action_map([w for w in _wrapper_stack(env) if isinstance(w, gym.ActionWrapper)], 1)
+    cfg = load_config("pendulum-sac", ["policy.model.obs_shape=3", "policy.model.action_shape=1"])
+    agent = Agent(cfg, make_policy(cfg))  # Pendulum's torque is in [-2, 2]
+    gain, bias = _affine_action_map(agent.action_wrappers, 1)
     np.testing.assert_allclose(gain, [2.0])
     np.testing.assert_allclose(bias, [0.0])
 

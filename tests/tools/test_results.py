@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlpipe.entry.train import train
+from rlpipe.entry import train
 from rlpipe.tools.results import (
     ResultError,
     RunResult,

@@ -120,18 +120,37 @@ def latest_checkpoint(save_dir: str | Path, required: tuple[str, ...] = ("policy
     raise CheckpointError(f"no checkpoint saved with its replay buffer in {ckpt}: nothing to resume")
 
 
+@dataclass(frozen=True)
+class SaveSettings:
+    """What :class:`CkptSaver` saves beyond the seed's checkpoint of the policy, and how."""
+
+    buffer_: Any | None = None
+    """A replay buffer written beside the periodic and final checkpoints, so a run resumes whole."""
+    keep_last: int | None = None
+    """Keep only this many periodic checkpoints, the newest (None: all of them)."""
+    reward_model: Any | None = None
+    """A learned reward model saved in every checkpoint with the policy."""
+    config: Mapping[str, Any] | None = None
+    """The run's resolved config as plain data (JSON types), saved in every checkpoint."""
+    run_id: str | None = None
+    """The run's identity, in every checkpoint's header."""
+    allow_unsealed: bool = False
+    """The best evaluation of an earlier run may be read from an unsealed ``eval.pth.tar`` (see
+    :mod:`rlpipe.utils.checkpoint`)."""
+
+    def __post_init__(self) -> None:
+        if self.keep_last is not None and self.keep_last < 1:
+            raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {self.keep_last}")
+
+
 @role_gated(Role.LEARNER)
 class CkptSaver:
     """Save ``iteration_{train_iter}.pth.tar`` every ``train_freq`` train iterations,
     ``eval.pth.tar`` whenever the evaluation return beats the best so far (also the best of
     an earlier run in the same directory), and ``final.pth.tar`` once ``ctx.finish`` is set (if
-    ``save_finish``). With ``buffer_``, the periodic and final saves also write the replay
-    buffer beside the checkpoint, so that a run can be resumed whole. ``keep_last``: keep only
-    that many periodic checkpoints, the newest (None: all of them). ``reward_model``: a learned
-    reward model saved in every checkpoint with the policy. ``config``: the run's resolved
-    config as plain data (JSON types), saved in every checkpoint. ``run_id``: the run's
-    identity, in every checkpoint's header. ``allow_unsealed``: the best evaluation of an
-    earlier run may be read from an unsealed ``eval.pth.tar`` (see :mod:`rlpipe.utils.checkpoint`).
+    ``save_finish``): the seed's signature. rlpipe's runs add :class:`SaveSettings` (the replay
+    buffer beside the periodic and final checkpoints, how many periodic ones to keep, the reward
+    model, the config and the run id in every checkpoint).
 
     A save never destroys the last complete unit (a checkpoint and the buffer it names): the
     buffer is written under a name of its own, ``NAME.DIGEST.buffer.npz`` (the first 16 hex
@@ -144,34 +163,26 @@ class CkptSaver:
     """
 
     def __init__(self, policy: Any, save_dir: str | Path, train_freq: int | None = None,
-                 save_finish: bool = True, buffer_: Any | None = None, keep_last: int | None = None,
-                 reward_model: Any | None = None, config: Mapping[str, Any] | None = None,
-                 run_id: str | None = None, allow_unsealed: bool = False) -> None:
-        if keep_last is not None and keep_last < 1:
-            raise ValueError(f"CkptSaver keep_last must be >= 1 or None, got {keep_last}")
+                 save_finish: bool = True, settings: SaveSettings = SaveSettings()) -> None:
         self._policy = policy
-        self._keep_last = keep_last
+        self._settings = settings
         self._dir = Path(save_dir) / "ckpt"
         self._train_freq = train_freq
         self._save_finish = save_finish
-        self._buffer = buffer_
-        self._reward_model = reward_model
-        self._config = config
-        self._run_id = run_id
         best = self._dir / "eval.pth.tar"
         self._best_eval = float("-inf")
         if best.is_file():
-            state = load_checkpoint(best, allow_unsealed=allow_unsealed, run_seal=recorded_seal(save_dir))
+            state = load_checkpoint(best, allow_unsealed=settings.allow_unsealed, run_seal=recorded_seal(save_dir))
             self._best_eval = state["counters"]["last_eval_value"]
 
     def _save(self, ctx: OnlineRLContext, name: str, with_buffer: bool) -> None:
-        path = self._dir / name
-        state = checkpoint_state(self._policy, ctx, self._reward_model, self._config)
-        if not (with_buffer and self._buffer is not None):
-            save_checkpoint(state, path, self._run_id)
+        path, settings = self._dir / name, self._settings
+        state = checkpoint_state(self._policy, ctx, settings.reward_model, settings.config)
+        if not (with_buffer and settings.buffer_ is not None):
+            save_checkpoint(state, path, settings.run_id)
             return
-        buffer, sha256 = self._save_buffer(self._buffer, name.removesuffix(CKPT_SUFFIX))
-        save_checkpoint(state, path, self._run_id, sha256, buffer.name)
+        buffer, sha256 = self._save_buffer(settings.buffer_, name.removesuffix(CKPT_SUFFIX))
+        save_checkpoint(state, path, settings.run_id, sha256, buffer.name)
         for old in self._dir.glob(f"*{BUFFER_SUFFIX}"):  # the new unit is complete: the older buffers go
             if old != buffer:
                 old.unlink(missing_ok=True)
@@ -201,10 +212,11 @@ class CkptSaver:
     def _forget_old_periodic(self) -> None:
         """Delete the periodic checkpoints beyond the newest ``keep_last`` (their buffers went when a
         newer one was saved)."""
-        if self._keep_last is None:
+        keep_last = self._settings.keep_last
+        if keep_last is None:
             return
         iterations = {p: p.name.removeprefix(PERIODIC_PREFIX).removesuffix(CKPT_SUFFIX)
                       for p in self._dir.glob(f"{PERIODIC_PREFIX}*{CKPT_SUFFIX}")}
         periodic = sorted((p for p, it in iterations.items() if it.isdigit()), key=lambda p: int(iterations[p]))
-        for old in periodic[: -self._keep_last]:
+        for old in periodic[: -keep_last]:
             old.unlink(missing_ok=True)

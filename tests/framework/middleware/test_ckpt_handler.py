@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rlpipe.framework import OnlineRLContext
-from rlpipe.framework.middleware import CkptSaver
+from rlpipe.framework.middleware import CkptSaver, SaveSettings
 from rlpipe.utils.checkpoint import load_checkpoint
 
 
@@ -115,7 +115,7 @@ def test_only_the_newest_buffer_copy_is_kept(tmp_path):
 
     buffer = DequeBuffer(size=4)
     buffer.push({"x": 1})
-    saver = CkptSaver(TinyPolicy(), tmp_path, train_freq=1, buffer_=buffer)
+    saver = CkptSaver(TinyPolicy(), tmp_path, train_freq=1, settings=SaveSettings(buffer_=buffer))
     ctx = OnlineRLContext()
     for it in (1, 2):
         ctx.train_iter = it
@@ -137,7 +137,7 @@ def test_keep_last_deletes_older_periodic_checkpoints_and_nothing_else(tmp_path)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "iteration_old.pth.tar").write_bytes(b"not ours")  # not a periodic checkpoint name
-    saver = CkptSaver(TinyPolicy(), tmp_path, train_freq=1, buffer_=buffer, keep_last=2)
+    saver = CkptSaver(TinyPolicy(), tmp_path, train_freq=1, settings=SaveSettings(buffer_=buffer, keep_last=2))
     ctx = OnlineRLContext()
     for it in (8, 9, 10, 11):  # 10 after 9: sorted by number, not by name
         ctx.train_iter, ctx.eval_value = it, float(it)
@@ -150,4 +150,4 @@ def test_keep_last_deletes_older_periodic_checkpoints_and_nothing_else(tmp_path)
         "iteration_old.pth.tar",
     ]
     with pytest.raises(ValueError, match="keep_last must be >= 1"):
-        CkptSaver(TinyPolicy(), tmp_path, keep_last=0)
+        CkptSaver(TinyPolicy(), tmp_path, settings=SaveSettings(keep_last=0))

@@ -9,7 +9,7 @@ import torch
 
 from rlpipe.data import DequeBuffer
 from rlpipe.framework import OnlineRLContext
-from rlpipe.framework.middleware import CkptSaver, latest_checkpoint
+from rlpipe.framework.middleware import CkptSaver, SaveSettings, latest_checkpoint
 from tests.crash_points import Crash, CrashPoints
 
 
@@ -29,8 +29,9 @@ def saves(save_dir: Path, crash: CrashPoints, periodic: bool) -> tuple[list[int]
     buffer, ctx = DequeBuffer(size=100), OnlineRLContext()
     buffer.push({"x": 0})
     ctx.train_iter, ctx.finish = 1, True
-    CkptSaver(TinyPolicy(), save_dir, buffer_=buffer)(ctx)
-    saver = CkptSaver(TinyPolicy(), save_dir, train_freq=2 if periodic else None, buffer_=buffer, keep_last=1)
+    CkptSaver(TinyPolicy(), save_dir, settings=SaveSettings(buffer_=buffer))(ctx)
+    saver = CkptSaver(TinyPolicy(), save_dir, train_freq=2 if periodic else None,
+                      settings=SaveSettings(buffer_=buffer, keep_last=1))
     finished: list[int] = [1]
     crash.armed, ctx.finish = True, False
     for train_iter in range(2, 6):

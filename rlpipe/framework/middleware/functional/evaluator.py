@@ -141,7 +141,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
         ctx.last_eval_value = value
         logger.info("eval at train_iter %d, env_step %d: %s %.3f", ctx.train_iter, ctx.env_step,
                     "success rate" if self._by_success else "mean return", value)
-        if self._stop_on_solve and math.isfinite(value) and value >= self._stop_value:
+        if self._stop_on_solve and self._stop_value is not None and math.isfinite(value) and value >= self._stop_value:
             ctx.finish = True
 
     def _figure(self, output: dict[str, np.ndarray]) -> float:
