@@ -52,7 +52,7 @@ class DistributionalQPolicy(QLearningPolicy):
         """Epsilon-greedy's numpy generators and the noisy layers' torch generators, ``collect`` (acting)
         and ``learn`` (updates). ``collect`` keeps torch's default seed until :meth:`seed`, as it always
         has: seeding it here would change every noisy run."""
-        return RandomStreams(seed, epsilon=True, device=self._device, seed_collect=False)
+        return RandomStreams(seed, epsilon=True, device=self._device)
 
     def build_model(self, model_cfg: Any) -> nn.Module:
         obs_shape, action_shape = model_shapes(model_cfg)

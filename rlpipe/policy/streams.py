@@ -26,9 +26,9 @@ class RandomStreams:
     layers) and ``learn`` (the updates' noise).
 
     :meth:`seed` reseeds the acting streams (``exploration``, ``evaluation``, ``collect``), never
-    ``learn``. ``collect`` is seeded at once unless ``seed_collect`` is false: then it starts
-    from torch's default seed until :meth:`seed` (the noisy Q-policies have always done so, and
-    their runs are kept as they were).
+    ``learn``. Every stream is seeded from ``seed`` at once. (Until December 2026 the noisy
+    Q-policies' ``collect`` started from torch's default seed, so their acting noise was the
+    same in every run and every remote collector whatever the seed.)
     """
 
     exploration: np.random.Generator
@@ -36,17 +36,14 @@ class RandomStreams:
     collect: torch.Generator
     learn: torch.Generator
 
-    def __init__(
-        self, seed: int, *, epsilon: bool, device: torch.device | None = None, seed_collect: bool = True
-    ) -> None:
+    def __init__(self, seed: int, *, epsilon: bool, device: torch.device | None = None) -> None:
         self._epsilon = epsilon
         self._noise = device is not None
         if device is not None:
             self.collect = torch.Generator(device=device)
             self.learn = torch.Generator(device=device)
             self.learn.manual_seed(learn_seed(seed))
-            if seed_collect:
-                self.collect.manual_seed(seed)
+            self.collect.manual_seed(seed)
         if epsilon:
             self._seed_epsilon(seed)
 

@@ -11,7 +11,7 @@ from rlpipe.policy.streams import EVALUATION_STREAM, RandomStreams, learn_seed
 CPU = torch.device("cpu")
 FAMILIES = {
     "dqn": {"epsilon": True},
-    "distributional": {"epsilon": True, "device": CPU, "seed_collect": False},
+    "distributional": {"epsilon": True, "device": CPU},
     "actor_critic": {"epsilon": False, "device": CPU},
 }
 
@@ -36,8 +36,11 @@ def test_the_streams_are_seeded_as_each_family_seeded_its_own():
     assert actor_critic.learn.initial_seed() == learn_seed(5) == int(np.random.SeedSequence(5).generate_state(
         1, dtype=np.uint64)[0])
     distributional = RandomStreams(5, **FAMILIES["distributional"])
-    assert distributional.collect.initial_seed() == torch.Generator().initial_seed()  # torch's default seed
+    # the noisy layers' acting noise comes from the seed (it came from torch's default seed, whatever the seed)
+    assert distributional.collect.initial_seed() == 5 != torch.Generator().initial_seed()
     assert distributional.learn.initial_seed() == learn_seed(5)
+    other = RandomStreams(6, **FAMILIES["distributional"])
+    assert torch.rand(3, generator=other.collect).tolist() != torch.rand(3, generator=distributional.collect).tolist()
 
 
 def test_a_family_has_only_the_streams_it_asks_for():
