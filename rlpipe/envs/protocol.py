@@ -1,10 +1,12 @@
-"""What the pipeline needs from a vector environment: the :class:`VectorEnv` protocol.
+"""What the pipeline needs from a vector environment (the :class:`VectorEnv` protocol), and what a
+backend must give (the :class:`CoreVectorEnv` protocol).
 
-The collectors, the evaluator, the pipeline builders and the remote collectors talk to this
-interface only, so a vector env of another kind (a native one such as ale-py's
-``AtariVectorEnv``, behind an adapter) plugs in through :mod:`rlpipe.envs.backends` without a
-change to them. :class:`~rlpipe.envs.vector.VectorEnvManager` (gymnasium's vector envs) is the
-one implementation today.
+The collectors, the evaluator, the pipeline builders and the remote collectors talk to
+:class:`VectorEnv` only. A backend (gymnasium's vector envs in :mod:`rlpipe.envs.vector`, ale-py's
+``AtariVectorEnv`` in :mod:`rlpipe.envs.ale_vector`, another one through
+:mod:`rlpipe.envs.backends`) implements only :class:`CoreVectorEnv`, stepping and resetting; the
+wrappers of :mod:`rlpipe.envs.vector_wrappers` add what every backend needs (episode figures,
+NaN checks, an ALE game's life-loss episodes) and make it a :class:`VectorEnv`.
 
 The contract, beyond the signatures: ``num_envs`` environments step together with same-step
 auto-reset. :meth:`VectorEnv.step` returns one columnar batch (``obs``, ``action``, ``reward``
@@ -15,14 +17,67 @@ and observations are in the spaces the policy sees (bounded actions in [-1, 1]).
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode
 
-__all__ = ["VectorEnv"]
+__all__ = ["CoreStep", "CoreVectorEnv", "VectorEnv"]
+
+
+@dataclass(frozen=True)
+class CoreStep:
+    """One step of a backend's environments, each field with a leading ``num_envs`` axis."""
+
+    next_obs: np.ndarray
+    """Each env's observation to act on next: a new episode's first where one ended."""
+    final_obs: np.ndarray
+    """Each env's observation after this step in its episode: the real last one where an episode
+    ended (``next_obs`` itself where none did)."""
+    reward: np.ndarray
+    """float32."""
+    terminated: np.ndarray
+    truncated: np.ndarray
+    failed: np.ndarray
+    """Steps that failed (the env raised: a truncated step with a placeholder observation)."""
+    success: np.ndarray | None = None
+    """One flag per ended episode, in env order, where the env reports success (None: it does not)."""
+    lives: np.ndarray | None = None
+    """Each env's lives (ALE games; a new game's where one ended), None where the envs have none."""
+    restarted: bool = False
+    """The backend restarted its workers (a hang or a death): every row failed, every episode was
+    cut, and ``next_obs`` holds fresh episodes' first observations."""
+
+
+@runtime_checkable
+class CoreVectorEnv(Protocol):
+    """What a vector backend implements: ``num_envs`` environments stepped together with same-step
+    auto-reset, reset whole or env by env. Spaces are one env's; actions arrive in the spaces the
+    policy sees (bounded actions in [-1, 1])."""
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def observation_space(self) -> gym.Space: ...
+
+    @property
+    def action_space(self) -> gym.Space: ...
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Fresh episodes everywhere (seeded ``seed, seed+1, ...`` when given); observations and the
+        envs' info (``lives`` for ALE games)."""
+
+    def reset_envs(self, mask: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        """Fresh episodes in the envs of ``mask``; their rows of the observations and info hold them."""
+
+    def step(self, action: np.ndarray) -> CoreStep:
+        """Step every environment once."""
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -75,6 +75,7 @@ def test_a_user_encoder_that_cannot_be_had_is_one_line(in_user_dir, capsys):
     base = ["train", "cartpole-dqn", *TINY_RUN, "--run-dir", str(in_user_dir / "run")]
     err = one_line_error(capsys, [*base, f"policy.model.encoder={MODULE}:Missing"])
     assert f"module '{MODULE}' has no 'Missing'" in err
-    err = one_line_error(capsys, [*base, f"policy.model.encoder={MODULE}:TinyEncoder", "policy.model.encoder_kwargs={}"])
+    err = one_line_error(capsys, [*base, f"policy.model.encoder={MODULE}:TinyEncoder",
+                                  "policy.model.encoder_kwargs={}"])
     assert "could not be built with encoder_kwargs {}" in err and "width" in err
     assert not (in_user_dir / "run").exists()
