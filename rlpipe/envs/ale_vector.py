@@ -1,18 +1,17 @@
-"""ale-py's native vector env (``AtariVectorEnv``, C++ threads) behind :class:`VectorEnvManager`'s interface.
+"""ale-py's native vector env (``AtariVectorEnv``, C++ threads) as a vector backend.
 
-:class:`AleVectorEnv` steps ``num_envs`` Atari games with the preprocessing done in C++ and gives
-the same transitions as :class:`~rlpipe.envs.vector.VectorEnvManager` over
-:func:`~rlpipe.envs.atari.make_atari_env` envs: ``uint8 [4, 84, 84]`` stacks (zero-padded at
-an episode's start), same-step auto-reset with ``next_obs`` holding an ended episode's last
-stack, ``terminated`` and ``truncated`` apart, and in training a lost life ends the episode
-(not the game) and rewards are clipped to [-1, 1].
+:class:`AleVectorEnv` steps ``num_envs`` Atari games with the preprocessing done in C++ and, inside
+the wrappers every backend gets (:mod:`rlpipe.envs.vector_wrappers`), gives the same transitions
+as gymnasium's vector envs over :func:`~rlpipe.envs.atari.make_atari_env` envs: ``uint8 [4, 84,
+84]`` stacks (zero-padded at an episode's start), same-step auto-reset with ``next_obs`` holding an
+ended episode's last stack, ``terminated`` and ``truncated`` apart, and in training a lost life
+ending the episode (not the game) and rewards clipped to [-1, 1].
 
-Two parts are done here rather than in ale-py: its ``episodic_life`` resets the whole game at
-every lost life (DQN's episodic life goes on with the game), and its ``life_loss_info`` keeps the
-frame stack across the lost life. So the game runs with neither; the adapter marks a lost life
-``terminated`` from ``info["lives"]`` and zero-pads the stack after it for the next three steps,
-as :class:`~rlpipe.envs.atari.EpisodicLife` under a frame stack does. Rewards are clipped here
-too, for the same reason as in the Python path: episode figures of one definition.
+ale-py's own ``episodic_life`` resets the whole game at every lost life (DQN's episodic life goes
+on with the game) and its ``life_loss_info`` keeps the frame stack across the lost life, so the
+game runs with neither and reports its lives: :class:`~rlpipe.envs.vector_wrappers.LifeLossEpisodes`
+does the rest for both backends; rewards are clipped by
+:class:`~rlpipe.envs.vector_wrappers.ClipRewards`, for episode figures of one definition.
 
 Where the two backends differ (a test documents each): ale-py seeds each game's emulator and
 no-op draws with ``seed + i`` itself, where gymnasium's ALE env derives both from the seed
@@ -31,30 +30,22 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs.atari import FRAME_SKIP, FRAME_STACK, SCREEN_SIZE, AtariSettings, atari_game
-from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode
-from rlpipe.utils.batch import FAILED_STEP
+from rlpipe.envs.protocol import CoreStep
 
 __all__ = ["AleVectorEnv"]
 
 
 class AleVectorEnv:
-    """``num_envs`` ALE games stepped together by ale-py's C++ vector env, with same-step auto-reset.
+    """``num_envs`` ALE games stepped together by ale-py's C++ vector env, with same-step auto-reset:
+    a :class:`~rlpipe.envs.protocol.CoreVectorEnv` (its training envs get their life-loss episodes
+    and clipped rewards from :mod:`rlpipe.envs.vector_wrappers`, as the Python path does).
 
-    ``train``: a lost life ends the episode and rewards are clipped (see the module);
-    ``settings`` as for :func:`~rlpipe.envs.atari.make_atari_env`. ``num_threads``: ale-py's
-    worker threads (0: one per env, up to the CPU count). Envs are seeded ``seed, seed+1, ...``.
+    ``settings`` as for :func:`~rlpipe.envs.atari.make_atari_env`. ``num_threads``: ale-py's worker
+    threads (0: one per env, up to the CPU count). Games are seeded ``seed, seed+1, ...`` at reset.
     """
 
-    def __init__(
-        self,
-        env_id: str,
-        num_envs: int,
-        seed: int = 0,
-        *,
-        train: bool,
-        settings: AtariSettings | None = None,
-        num_threads: int = 0,
-    ) -> None:
+    def __init__(self, env_id: str, num_envs: int, *, settings: AtariSettings | None = None,
+                 num_threads: int = 0) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         settings = settings or AtariSettings()
@@ -79,105 +70,31 @@ class AleVectorEnv:
             life_loss_info=False,
             reward_clipping=False,
         )
-        self._train = train
         self.num_envs = num_envs
         self.observation_space: gym.Space = self._env.single_observation_space
         self.action_space: gym.Space = self._env.single_action_space
-        self.action_space.seed(seed)
-        self.obs: np.ndarray = np.empty(0)
-        self.env_id = np.arange(num_envs, dtype=np.int64)
-        self.vector_steps = 0
-        self.failed_steps = 0
-        """Always 0: the games run in-process and do not fail; kept for the collector's figures."""
-        self.restarts = 0
-        self.episode_stats = EpisodeStats(num_envs)
-        """Return and length of the latest finished episodes (per life and clipped with ``train``, as
-        :class:`~rlpipe.envs.vector.VectorEnvManager` reports them for the Python path)."""
-        self.finished_episodes: list[FinishedEpisode] = []
-        self._lives = np.zeros(num_envs, dtype=np.int32)
-        self._age = np.ones(num_envs, dtype=np.int64)  # frames in each env's stack since its episode began
-        self._no_failure = np.zeros(num_envs, dtype=bool)
-        self.reset(seed)
+        self._no_failure = np.zeros(num_envs, dtype=bool)  # the games run in-process and do not fail
 
-    def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start new games in every env: seeded ``seed, seed+1, ...``, or without ``seed`` going on
-        with each game's random stream."""
-        self.obs, info = self._env.reset(seed=seed)
-        self._lives = info["lives"]
-        self._age[:] = 1
-        self.episode_stats.restart()
-        return self.obs
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """New games in every env: seeded ``seed, seed+1, ...`` (ale-py seeds each game itself), or
+        without ``seed`` going on with each game's random stream."""
+        return self._env.reset(seed=seed)
 
-    def random_actions(self) -> np.ndarray:
-        """One uniformly random action per env."""
-        return np.stack([self.action_space.sample() for _ in range(self.num_envs)])
+    def reset_envs(self, mask: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        """New games in the envs of ``mask`` (ale-py's ``reset_mask``)."""
+        return self._env.reset(options={"reset_mask": mask})
 
-    def step(self, action: np.ndarray) -> dict[str, np.ndarray]:
-        """Step every game once; return the transitions as the columnar batch of ``VectorEnvManager.step``."""
-        action, obs = np.asarray(action), self.obs
-        next_obs, raw_reward, terminated, truncated, info = self._env.step(action.astype(np.int64, copy=False))
-        game_over = terminated | truncated
-        reward = raw_reward.astype(np.float32)
-        life_lost = self._life_lost(info["lives"], game_over)
-        if self._train:
-            terminated = terminated | life_lost
-            np.clip(reward, -1.0, 1.0, out=reward)
-        ended = terminated | truncated
-        self._age += 1
-        final_next_obs = self._final_stacks(next_obs, info, game_over)
-        self.obs = self._start_stacks(final_next_obs, next_obs, game_over, life_lost)
-        self._age[ended] = 1
-        self.vector_steps += 1
-        self.finished_episodes = self.episode_stats.add(reward, ended)
-        return {
-            "obs": obs,
-            "action": action,
-            "reward": reward,
-            "next_obs": final_next_obs,
-            "terminated": terminated,
-            "truncated": truncated,
-            "env_id": self.env_id,
-            FAILED_STEP: self._no_failure,
-        }
-
-    def _life_lost(self, lives: np.ndarray, game_over: np.ndarray) -> np.ndarray:
-        """Which games lost a life but go on (as :class:`~rlpipe.envs.atari.EpisodicLife` decides);
-        ``lives`` of ended games are those of the new game."""
-        lost = (lives > 0) & (lives < self._lives) & ~game_over
-        self._lives = lives
-        return lost if self._train else np.zeros_like(lost)
-
-    def _final_stacks(self, next_obs: np.ndarray, info: dict[str, Any], game_over: np.ndarray) -> np.ndarray:
-        """Each env's stack after this step in its episode: ended games' last stacks (ale-py's
-        ``final_obs``), and the frames from before a lost life zeroed while they are still in the
-        stack (ale-py's own stack goes on across the lost life)."""
-        young = (self._age < FRAME_STACK).nonzero()[0]
-        over = game_over.nonzero()[0]
-        if not len(over) and not len(young):
-            return next_obs
-        stacks = next_obs.copy()
-        for row in over.tolist():
-            stacks[row] = info["final_obs"][row]
-        for row in young.tolist():
-            stacks[row, : FRAME_STACK - self._age[row]] = 0
-        return stacks
-
-    def _start_stacks(self, final: np.ndarray, next_obs: np.ndarray, game_over: np.ndarray,
-                      life_lost: np.ndarray) -> np.ndarray:
-        """The stacks the next step starts from: ``final`` but, where a game ended, ale-py's new game,
-        and where a life was lost (training), a fresh stack of the current frame alone."""
-        if not game_over.any() and not life_lost.any():
-            return final
-        stacks = final.copy()
-        stacks[game_over] = next_obs[game_over]
-        stacks[life_lost, :-1] = 0
-        return stacks
+    def step(self, action: np.ndarray) -> CoreStep:
+        """Step every game once; ended games' last stacks come from ale-py's ``final_obs``."""
+        next_obs, reward, terminated, truncated, info = self._env.step(np.asarray(action).astype(np.int64, copy=False))
+        over = (terminated | truncated).nonzero()[0]
+        final_obs = next_obs
+        if len(over):
+            final_obs = next_obs.copy()
+            for row in over.tolist():
+                final_obs[row] = info["final_obs"][row]
+        return CoreStep(next_obs, final_obs, reward.astype(np.float32), terminated, truncated, self._no_failure,
+                        lives=info["lives"])
 
     def close(self) -> None:
         self._env.close()
-
-    def __enter__(self) -> AleVectorEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -7,7 +7,9 @@ gymnasium's own wrappers where they do the job:
   whose action set has ``FIRE`` (Breakout, Pong, ...), which need it to launch the ball;
 - ``AtariPreprocessing``: up to ``noop_max`` no-op frames at reset, frame skip 4 with a max over
   the last two frames, 84x84 grayscale;
-- training only: :class:`EpisodicLife` (ours) and ``ClipReward`` to [-1, 1];
+- for training (vector wrappers of both backends, :func:`training_episodes`): a lost life ends
+  the episode, not the game (:class:`~rlpipe.envs.vector_wrappers.LifeLossEpisodes`), rewards
+  clipped to [-1, 1];
 - ``FrameStackObservation``: the last 4 frames, zero-padded at an episode's start
   (``uint8 [4, 84, 84]``, oldest first).
 
@@ -21,14 +23,16 @@ Nothing here imports ``ale_py`` at module import: rlpipe works without the extra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObservation, TimeLimit
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TimeLimit
 
 from rlpipe.envs.errors import EnvSettingError
 from rlpipe.envs.families import EnvFamily, MakeEnv, install_hint
+from rlpipe.envs.protocol import CoreVectorEnv
+from rlpipe.envs.vector_wrappers import ClipRewards, LifeLossEpisodes
 from rlpipe.errors import MissingDependencyError
 
 ATARI_ID_PREFIXES = ("ALE/",)
@@ -47,7 +51,6 @@ __all__ = [
     "ATARI_ID_PREFIXES",
     "FRAME_STACK",
     "AtariSettings",
-    "EpisodicLife",
     "PressFireOnReset",
     "atari_game",
     "import_atari",
@@ -123,53 +126,16 @@ class PressFireOnReset(gym.Wrapper[np.ndarray, int, np.ndarray, int]):
         return obs, {**info, **step_info}
 
 
-class EpisodicLife(gym.Wrapper[np.ndarray, int, np.ndarray, int]):
-    """A lost life ends the episode (``terminated``) for learning, but not the game (training only).
-
-    DQN's "episodic life" (Mnih et al. 2015), as Dopamine does it: the step that loses a life
-    is terminal, and the reset that follows takes no step at all; it hands back the frame the
-    game is at, so a frame stack above starts afresh (zero-padded) while the game goes on.
-    A reset after the game is over, or with a ``seed``, resets the game. Not gymnasium's
-    ``AtariPreprocessing(terminal_on_life_loss=True)``, which resets the whole game at every
-    life lost. Goes between ``AtariPreprocessing`` and the frame stack.
-    """
-
-    def __init__(self, env: gym.Env[np.ndarray, int]) -> None:
-        super().__init__(env)
-        self._ale = env.unwrapped.ale  # type: ignore[attr-defined]
-        self._lives = 0
-        self._life_lost = False
-        self._frame: np.ndarray | None = None
-
-    def step(self, action: int) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        lives = self._ale.lives()
-        # lives > 0: some games (Qbert) show 0 lives for a few frames before the game ends
-        self._life_lost = 0 < lives < self._lives and not (terminated or truncated)
-        self._lives, self._frame = lives, obs
-        return obs, reward, terminated or self._life_lost, truncated, info
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        if self._life_lost and seed is None and self._frame is not None:
-            self._life_lost = False
-            return self._frame, {"lives": self._lives}
-        obs, info = self.env.reset(seed=seed, options=options)
-        self._lives, self._life_lost, self._frame = self._ale.lives(), False, obs
-        return obs, info
-
-
 def make_atari_env(
-    env_id: str, *, train: bool, settings: AtariSettings | None = None, render_mode: str | None = None
+    env_id: str, *, settings: AtariSettings | None = None, render_mode: str | None = None
 ) -> gym.Env[np.ndarray, int]:
     """One ALE game with the DQN preprocessing; observations ``uint8 [4, 84, 84]``, oldest frame first.
 
-    ``train``: a lost life ends the episode (:class:`EpisodicLife`) and rewards are clipped to
-    [-1, 1]; without it (evaluation) episodes are whole games with their real scores.
+    Episodes are whole games with their real scores; for training, the vector wrappers of
+    :data:`ATARI_FAMILY` end an episode at each lost life and clip rewards (for both backends).
     ``settings``: sticky actions, action set, no-ops, step limit (:class:`AtariSettings`).
     ``render_mode="rgb_array"`` lets ``render()`` give the full-colour screen (for videos).
-    The step limit is gymnasium's ``TimeLimit`` under :class:`EpisodicLife`, so it counts a whole
+    The step limit is gymnasium's ``TimeLimit`` below the frame stack, so it counts a whole
     game's steps, and not the no-op frames, as ale-py's vector env does.
     """
     settings = settings or AtariSettings()
@@ -185,8 +151,6 @@ def make_atari_env(
     env = PressFireOnReset(env)
     env = AtariPreprocessing(env, noop_max=settings.noop_max, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE)
     env = TimeLimit(env, settings.max_episode_steps)
-    if train:
-        env = ClipReward(EpisodicLife(env), -1.0, 1.0)
     return FrameStackObservation(env, FRAME_STACK, padding_type="zero")
 
 
@@ -200,13 +164,17 @@ def _make_for_family(spec: MakeEnv) -> gym.Env[np.ndarray, int]:
     if unread:
         raise EnvSettingError(f"env '{spec.env_id}' takes its settings from atari (sticky actions, action set, "
                               f"no-ops, step limit), not from {unread}", "env_kwargs")
-    return make_atari_env(spec.env_id, train=spec.train, settings=spec.settings,
-                          render_mode=spec.kwargs.get("render_mode"))
+    return make_atari_env(spec.env_id, settings=spec.settings, render_mode=spec.kwargs.get("render_mode"))
+
+
+def training_episodes(env: CoreVectorEnv) -> CoreVectorEnv:
+    """An ALE game's training envs: a lost life ends the episode (DQN's episodic life), rewards clipped."""
+    return ClipRewards(LifeLossEpisodes(env, FRAME_STACK), -1.0, 1.0)
 
 
 ATARI_FAMILY = EnvFamily(
     "atari", ATARI_ID_PREFIXES, extra="atari", importer=import_atari, maker=_make_for_family, settings=AtariSettings,
-    native_backends=("ale_vector",), frame_stacks=True,
+    native_backends=("ale_vector",), frame_stacks=True, train_wrappers=training_episodes,
 )
 """ALE games: the DQN preprocessing (training envs end episodes at a lost life and clip rewards),
 stepped by gymnasium's vector envs or ale-py's own; their frame stacks kept once in the buffer."""

@@ -18,8 +18,9 @@ from rlpipe.envs.ale_vector import AleVectorEnv
 from rlpipe.envs.errors import EnvSettingError
 from rlpipe.envs.factory import EnvFactory, env_factory
 from rlpipe.envs.families import env_families, family_of
-from rlpipe.envs.protocol import VectorEnv
-from rlpipe.envs.vector import VectorEnvManager
+from rlpipe.envs.protocol import CoreVectorEnv, VectorEnv
+from rlpipe.envs.vector import GymnasiumVectorBackend
+from rlpipe.envs.vector_wrappers import NonFiniteCheck, TransitionBatches
 
 __all__ = ["DEFAULT_BACKEND", "VECTOR_BACKENDS", "EnvSettings", "VectorBackend", "make_vector_env"]
 
@@ -54,16 +55,16 @@ class EnvSettings:
                            wrappers=self.wrappers, family_settings=self.family_settings, train=self.train)
 
 
-VectorBackend = Callable[[EnvSettings, int, int], VectorEnv]
-"""Makes ``num_envs`` environments of the settings, seeded ``seed, seed+1, ...``: ``(settings, num_envs, seed)``."""
+VectorBackend = Callable[[EnvSettings, int, int], CoreVectorEnv]
+"""Makes ``num_envs`` environments of the settings (to be seeded ``seed, seed+1, ...`` at their first
+reset): ``(settings, num_envs, seed)``; a :class:`~rlpipe.envs.protocol.CoreVectorEnv`, which
+:func:`make_vector_env` wraps."""
 
 
-def gymnasium_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> VectorEnvManager:
+def gymnasium_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> GymnasiumVectorBackend:
     """Gymnasium's vector envs (one process, or one subprocess per env with ``asynchronous``)."""
-    return VectorEnvManager(
-        settings.single_env_factory(), num_envs, seed=seed, asynchronous=settings.asynchronous,
-        step_timeout=settings.step_timeout, nonfinite=settings.nonfinite, name=settings.env_id,
-    )
+    return GymnasiumVectorBackend(settings.single_env_factory(), num_envs, asynchronous=settings.asynchronous,
+                                  step_timeout=settings.step_timeout, name=settings.env_id)
 
 
 def ale_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> AleVectorEnv:
@@ -75,7 +76,7 @@ def ale_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> AleVector
         if value:
             raise EnvSettingError(f"the ale_vector backend does not read it (got {value}); use the gymnasium backend",
                                   name)
-    return AleVectorEnv(settings.env_id, num_envs, seed, train=settings.train, settings=settings.family_settings)
+    return AleVectorEnv(settings.env_id, num_envs, settings=settings.family_settings)
 
 
 VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env, "ale_vector": ale_vector_env}
@@ -83,9 +84,11 @@ VECTOR_BACKENDS: dict[str, VectorBackend] = {"gymnasium": gymnasium_vector_env, 
 
 
 def make_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> VectorEnv:
-    """``num_envs`` environments as ``settings`` describe them, made by the backend they name (a
-    family's native backend steps that family's envs only:
-    :attr:`~rlpipe.envs.families.EnvFamily.native_backends`)."""
+    """``num_envs`` environments as ``settings`` describe them, seeded ``seed, seed+1, ...``: made by
+    the backend they name (a family's native backend steps that family's envs only:
+    :attr:`~rlpipe.envs.families.EnvFamily.native_backends`), inside the family's training wrappers
+    (with ``train``) and the wrappers every backend gets (NaN checks, episode figures, batches:
+    :mod:`rlpipe.envs.vector_wrappers`)."""
     backend = VECTOR_BACKENDS.get(settings.backend)
     if backend is None:
         raise EnvSettingError(f"unknown vector env backend '{settings.backend}' (use one of "
@@ -95,4 +98,7 @@ def make_vector_env(settings: EnvSettings, num_envs: int, seed: int) -> VectorEn
     if owner is not family:
         raise EnvSettingError(f"the {settings.backend} backend steps {owner.name} envs only (ids like "
                               f"'{owner.prefixes[0]}...'), not '{settings.env_id}'", "backend")
-    return backend(settings, num_envs, seed)
+    core = backend(settings, num_envs, seed)
+    if settings.train and family.train_wrappers is not None:
+        core = family.train_wrappers(core)
+    return TransitionBatches(NonFiniteCheck(core, settings.nonfinite), seed)

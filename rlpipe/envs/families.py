@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlpipe.envs.errors import EnvSettingError
+from rlpipe.envs.protocol import CoreVectorEnv
 
 __all__ = ["EnvFamily", "MakeEnv", "env_families", "family_of", "family_settings", "install_hint"]
 
@@ -67,6 +68,9 @@ class EnvFamily:
     """Its image observations are stacks of frames (each frame kept once by the buffer's frame store)."""
     agent_observations: tuple[type[gym.Wrapper], ...] = ()
     """Wrappers whose observations are the family's own as rlpipe holds them (what ``predict`` takes)."""
+    train_wrappers: Callable[[CoreVectorEnv], CoreVectorEnv] | None = None
+    """Vector wrappers of its training envs, around any backend (an ALE game's life-loss episodes
+    and clipped rewards); evaluation envs go without them."""
 
     def owns(self, env_id: str) -> bool:
         return env_id.startswith(self.prefixes) if self.prefixes else False

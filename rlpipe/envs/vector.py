@@ -1,11 +1,11 @@
-"""Vector environments for collection and evaluation, on gymnasium's vector API.
+"""The gymnasium backend: ``num_envs`` environments on gymnasium's vector API, with same-step auto-reset.
 
-:class:`VectorEnvManager` steps ``num_envs`` environments together with same-step
-auto-reset: when an episode ends, the returned transition carries the episode's real last
-observation as ``next_obs`` while :attr:`VectorEnvManager.obs` already holds the new
-episode's first observation. ``terminated`` and ``truncated`` stay separate columns;
-``env_error`` flags the placeholder steps of environments that raised (see
-:func:`rlpipe.utils.batch.end_episodes_at_failed_steps`).
+:class:`GymnasiumVectorBackend` is a :class:`~rlpipe.envs.protocol.CoreVectorEnv`: it steps and
+resets, and restarts hung or dead subprocess workers. :class:`VectorEnvManager` is it with the
+wrappers of :mod:`rlpipe.envs.vector_wrappers` around it (NaN checks, episode figures, columnar
+batches in which an ended episode's ``next_obs`` is its real last observation while ``obs``
+already holds the new episode's first; ``env_error`` flags the placeholder steps of
+environments that raised, see :func:`rlpipe.utils.batch.end_episodes_at_failed_steps`).
 
 An environment that raises is recreated by :class:`RecreateOnError`. One that hangs can
 only be stopped from outside its process: with ``asynchronous=True`` (one subprocess per
@@ -19,16 +19,17 @@ import logging
 import multiprocessing
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlpipe.envs.episode_stats import EpisodeStats, FinishedEpisode, final_success
+from rlpipe.envs.episode_stats import final_success
 from rlpipe.envs.factory import EnvFactory
-from rlpipe.envs.nonfinite import NonFiniteGuard
+from rlpipe.envs.protocol import CoreStep
+from rlpipe.envs.vector_wrappers import NonFiniteCheck, TransitionBatches
 from rlpipe.errors import EnvironmentFailedError
 from rlpipe.utils.batch import FAILED_STEP
 
@@ -100,8 +101,9 @@ def _kill_workers(env: AsyncVectorEnv) -> None:
     env.closed = True  # nothing left for close() or __del__ to do
 
 
-class VectorEnvManager:
-    """``num_envs`` copies of one environment, stepped together, with same-step auto-reset.
+class GymnasiumVectorBackend:
+    """``num_envs`` copies of one environment, stepped together by gymnasium's vector envs with
+    same-step auto-reset: a :class:`~rlpipe.envs.protocol.CoreVectorEnv`.
 
     ``asynchronous``: each environment in its own subprocess. ``step_timeout`` (seconds;
     needs ``asynchronous``): a step or reset that takes longer, or a worker process that
@@ -109,20 +111,16 @@ class VectorEnvManager:
     finished between them, the next failure stops the run with one line naming ``name`` (the
     env id) and the timeout. An episode, not a step: an env that hangs at its second step
     completes one step after each restart and was restarted forever (111 restarts in 240 s,
-    reported). The first restart is logged; the others are counted (``restarts``), not
-    logged. ``nonfinite``: what a NaN or an infinity in a step's actions, rewards or
-    observations does (:mod:`rlpipe.envs.nonfinite`: raise, warn or skip).
+    reported). The first restart is logged; the others are counted (``restarts``), not logged.
     """
 
     def __init__(
         self,
         factory: EnvFactory,
         num_envs: int,
-        seed: int = 0,
         asynchronous: bool = False,
         step_timeout: float | None = None,
         max_consecutive_restarts: int = 3,
-        nonfinite: str = "raise",
         name: str = "environment",
     ) -> None:
         if num_envs < 1:
@@ -138,138 +136,72 @@ class VectorEnvManager:
         self._max_consecutive_restarts = max_consecutive_restarts
         self._consecutive_restarts = 0  # worker restarts since an episode last finished
         self._name = name
+        self._obs: np.ndarray = np.empty(0)  # what the next step acts on (a failed step's next_obs)
         self.restarts = 0
-        self.failed_steps = 0
-        """Env steps that failed (the env raised, hung or died, or gave a skipped NaN), counted."""
-        self.nonfinite = NonFiniteGuard(nonfinite)
-        """The NaN/infinity check of every step (``nonfinite.caught`` counts what it found)."""
-        self.vector_steps = 0
         self.num_envs = num_envs
         self.observation_space: gym.Space = self._env.single_observation_space
         self.action_space: gym.Space = self._env.single_action_space
-        self.action_space.seed(seed)
-        self.obs: np.ndarray = np.empty(0)
-        self.env_id = np.arange(num_envs, dtype=np.int64)
-        self.episode_stats = EpisodeStats(num_envs)
-        """Return, length and success of the latest finished episodes (see :meth:`EpisodeStats.summary`)."""
-        self.finished_episodes: list[FinishedEpisode] = []
-        """The episodes the latest :meth:`step` ended, with their return, length and success."""
-        self.reset(seed)
 
     def _watched(self) -> AsyncVectorEnv | None:
         """The vector env when its workers are watched (a ``step_timeout`` is set)."""
         return self._env if self._step_timeout is not None and isinstance(self._env, AsyncVectorEnv) else None
 
-    def reset(self, seed: int | None = None) -> np.ndarray:
-        """Start fresh episodes in every environment.
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Fresh episodes everywhere, seeded ``seed, seed+1, ...`` when given."""
+        with self._reports():
+            seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
+            while (env := self._watched()) is not None:
+                try:
+                    env.reset_async(seed=seeds)  # inside: a worker may have died since the last call
+                    self._obs, info = env.reset_wait(timeout=self._step_timeout)
+                    return self._obs, info
+                except WORKER_FAILURES as err:
+                    self._restart(env, err)
+            self._obs, info = self._env.reset(seed=seeds)
+            return self._obs, info
 
-        With ``seed`` the environments are seeded ``seed, seed+1, ...`` (the constructor does this
-        with its own seed); without, they go on with their random streams, so every reset starts
-        new, yet reproducible, episodes.
-        """
-        if not self._asynchronous:
-            return self._reset(seed)
-        with worker_reports_to_log():
-            return self._reset(seed)
+    def reset_envs(self, mask: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        """Fresh episodes in the envs of ``mask`` (gymnasium's ``reset_mask``)."""
+        with self._reports():
+            fresh, info = self._env.reset(options={"reset_mask": mask})
+        return fresh, info
 
-    def _reset(self, seed: int | None) -> np.ndarray:
-        seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.num_envs)]
-        self.episode_stats.restart()
-        while (env := self._watched()) is not None:
-            try:
-                env.reset_async(seed=seeds)  # inside: a worker may have died since the last call
-                self.obs, _ = env.reset_wait(timeout=self._step_timeout)
-                return self.obs
-            except WORKER_FAILURES as err:
-                self._restart(env, err)
-        self.obs, _ = self._env.reset(seed=seeds)
-        return self.obs
-
-    def random_actions(self) -> np.ndarray:
-        """One uniformly random action per environment."""
-        return np.stack([self.action_space.sample() for _ in range(self.num_envs)])
-
-    def step(self, action: np.ndarray) -> dict[str, np.ndarray]:
-        """Step every environment once; return the transitions as a columnar batch.
-
-        When the workers are restarted (see the class), every row is a failed step
-        (``env_error``) and the environments start fresh, unseeded episodes: what happens
-        after a hang cannot be reproduced anyway.
-        """
-        self.nonfinite.check_action(self.vector_steps + 1, action)
-        if not self._asynchronous:
-            return self._step(action)
-        with worker_reports_to_log():
-            return self._step(action)
-
-    def _step(self, action: np.ndarray) -> dict[str, np.ndarray]:
-        env = self._watched()
-        if env is None:
-            next_obs, reward, terminated, truncated, info = self._env.step(action)
-        else:
-            try:
-                env.step_async(action)
-                next_obs, reward, terminated, truncated, info = env.step_wait(timeout=self._step_timeout)
-            except WORKER_FAILURES as err:
-                self._restart(env, err)
-                no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
-                failed = self._transitions(action, np.zeros(self.num_envs), self.obs, no, yes, yes)
-                self.failed_steps += self.num_envs
-                self.finished_episodes = []  # every episode was cut by the failure: none finished
-                self.reset()
-                return failed
+    def step(self, action: np.ndarray) -> CoreStep:
+        """Step every environment once. When the workers are restarted (see the class), every row is a
+        failed step and the environments start fresh, unseeded episodes: what happens after a hang
+        cannot be reproduced anyway."""
+        with self._reports():
+            env = self._watched()
+            if env is None:
+                next_obs, reward, terminated, truncated, info = self._env.step(action)
+            else:
+                try:
+                    env.step_async(action)
+                    next_obs, reward, terminated, truncated, info = env.step_wait(timeout=self._step_timeout)
+                except WORKER_FAILURES as err:
+                    self._restart(env, err)
+                    last = self._obs
+                    fresh, _ = self.reset()
+                    no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
+                    return CoreStep(fresh, last, np.zeros(self.num_envs, dtype=np.float32), no, yes, yes,
+                                    restarted=True)
         done = terminated | truncated
         ended = done.nonzero()[0]  # not done.any() + np.flatnonzero: 0.2 us instead of 1.9 us
-        final_next_obs = next_obs
-        success = None
+        final_obs, success = next_obs, None
         if len(ended):
-            final_next_obs = _with_final_obs(next_obs, info["final_obs"], ended)
+            final_obs = _with_final_obs(next_obs, info["final_obs"], ended)
             success = final_success(info, ended)
-        self.vector_steps += 1
-        failed_rows = _failed_steps(info, len(done))
-        fields = {"reward": reward, "next_obs": final_next_obs}
-        if final_next_obs is not next_obs:  # episodes ended: the new episodes' first observations too
-            fields["reset obs"] = next_obs
-        skip = self.nonfinite.check(self.vector_steps, fields)
-        if skip is not None:  # those steps fail: their episodes end, truncated, and start again
-            reward, truncated, failed_rows = np.where(skip, 0.0, reward), truncated | skip, failed_rows | skip
-            next_obs = self._reset_envs(skip, next_obs)
-            done, success = terminated | truncated, None
-        self.failed_steps += int(np.count_nonzero(failed_rows))
-        if self._consecutive_restarts and (done & ~failed_rows).any():  # an episode finished: the envs work
+        failed = _failed_steps(info, len(done))
+        if self._consecutive_restarts and (done & ~failed).any():  # an episode finished: the envs work
             self._consecutive_restarts = 0
-        self.finished_episodes = self.episode_stats.add(reward, done, success)
-        batch = self._transitions(action, reward, final_next_obs, terminated, truncated, failed_rows)
-        self.obs = next_obs
-        return batch
+        self._obs = next_obs
+        lives = info.get("lives")
+        return CoreStep(next_obs, final_obs, reward.astype(np.float32, copy=False), terminated, truncated, failed,
+                        success, None if lives is None else np.asarray(lives))
 
-    def _reset_envs(self, mask: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        """Start new episodes in the envs of ``mask``; ``obs`` with their first observations."""
-        fresh, _ = self._env.reset(options={"reset_mask": mask})
-        obs = obs.copy()
-        obs[mask] = fresh[mask]
-        return obs
-
-    def _transitions(
-        self,
-        action: np.ndarray,
-        reward: np.ndarray,
-        next_obs: np.ndarray,
-        terminated: np.ndarray,
-        truncated: np.ndarray,
-        failed: np.ndarray,
-    ) -> dict[str, np.ndarray]:
-        """One vector step as the columnar batch :meth:`step` returns (``obs``: the current one)."""
-        return {
-            "obs": self.obs,
-            "action": np.asarray(action),
-            "reward": reward.astype(np.float32, copy=False),
-            "next_obs": next_obs,
-            "terminated": terminated,
-            "truncated": truncated,
-            "env_id": self.env_id,
-            FAILED_STEP: failed,
-        }
+    def _reports(self) -> AbstractContextManager[None]:
+        """Subprocess envs' failure reports to the log (see :func:`worker_reports_to_log`)."""
+        return worker_reports_to_log() if self._asynchronous else nullcontext()
 
     def _restart(self, broken: AsyncVectorEnv, err: BaseException) -> None:
         """Kill ``broken``'s workers and start new ones; EnvironmentFailedError after too many with no
@@ -301,8 +233,23 @@ class VectorEnvManager:
             if isinstance(self._env, AsyncVectorEnv):
                 _kill_workers(self._env)
 
-    def __enter__(self) -> VectorEnvManager:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+class VectorEnvManager(TransitionBatches):
+    """The :class:`~rlpipe.envs.protocol.VectorEnv` of ``num_envs`` copies of ``factory``'s env on
+    gymnasium's vector envs (:class:`GymnasiumVectorBackend`: ``asynchronous``, ``step_timeout``,
+    ``max_consecutive_restarts``, ``name``), with the NaN check ``nonfinite`` (raise, warn or skip),
+    seeded ``seed, seed+1, ...``."""
+
+    def __init__(
+        self,
+        factory: EnvFactory,
+        num_envs: int,
+        seed: int = 0,
+        asynchronous: bool = False,
+        step_timeout: float | None = None,
+        max_consecutive_restarts: int = 3,
+        nonfinite: str = "raise",
+        name: str = "environment",
+    ) -> None:
+        backend = GymnasiumVectorBackend(factory, num_envs, asynchronous, step_timeout, max_consecutive_restarts, name)
+        super().__init__(NonFiniteCheck(backend, nonfinite), seed)

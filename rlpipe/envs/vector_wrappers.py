@@ -62,6 +62,11 @@ class CoreWrapper:
     def close(self) -> None:
         self.env.close()
 
+    @property
+    def unwrapped(self) -> CoreVectorEnv:
+        """The backend inside every wrapper."""
+        return getattr(self.env, "unwrapped", self.env)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
@@ -228,6 +233,11 @@ class TransitionBatches:
 
     def close(self) -> None:
         self.env.close()
+
+    @property
+    def unwrapped(self) -> CoreVectorEnv:
+        """The backend inside every wrapper."""
+        return getattr(self.env, "unwrapped", self.env)
 
     def __getattr__(self, name: str) -> Any:
         """The core's own figures (``restarts``, ``nonfinite``), read through the wrappers."""

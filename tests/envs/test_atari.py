@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-from rlpipe.envs import VectorEnvManager, env_factory
+from rlpipe.envs import EnvSettings, VectorEnvManager, env_factory, make_vector_env
 from rlpipe.envs.atari import AtariSettings, PressFireOnReset, atari_game, import_atari, make_atari_env
 from rlpipe.errors import MissingDependencyError
 
@@ -64,7 +64,7 @@ def test_frames_equal_gymnasiums_preprocessing_and_zero_padded_frame_stack(env_i
     """Evaluation env, default settings (sticky actions, up to 30 no-ops), one seed and action
     sequence: every stack, reward and flag as gymnasium's wrappers give them. In a game with FIRE
     the reference needs the one FIRE frame that rlpipe presses after each reset."""
-    ours = _play(make_atari_env(env_id, train=False), seed=3, steps=300)
+    ours = _play(make_atari_env(env_id), seed=3, steps=300)
     theirs = _play(_reference(env_id, fire_frame=has_fire), seed=3, steps=300)
     assert len(ours) == len(theirs) == 301
     for t, ((obs, *flags), (ref_obs, *ref_flags)) in enumerate(zip(ours, theirs, strict=True)):
@@ -74,7 +74,7 @@ def test_frames_equal_gymnasiums_preprocessing_and_zero_padded_frame_stack(env_i
 
 
 def test_without_the_fire_frame_a_fire_game_starts_one_frame_apart():
-    ours = make_atari_env("ALE/Pong-v5", train=False, settings=AtariSettings(noop_max=0))
+    ours = make_atari_env("ALE/Pong-v5", settings=AtariSettings(noop_max=0))
     plain = AtariPreprocessing(gym.make("ALE/Pong-v5", frameskip=1), noop_max=0)
     assert plain.unwrapped.get_action_meanings()[FIRE] == "FIRE"
     ours.reset(seed=0)
@@ -85,7 +85,7 @@ def test_without_the_fire_frame_a_fire_game_starts_one_frame_apart():
 def test_gymnasiums_default_reset_padding_differs_only_before_the_first_frame():
     """rlpipe pads an episode's first stacks with zeros (as ale-py's vector env, SB3's VecFrameStack
     and Dopamine do); FrameStackObservation's default repeats the first frame there."""
-    ours = _play(make_atari_env("ALE/MsPacman-v5", train=False), seed=1, steps=5)
+    ours = _play(make_atari_env("ALE/MsPacman-v5"), seed=1, steps=5)
     theirs = _play(_reference("ALE/MsPacman-v5", padding="reset"), seed=1, steps=5)
     first = ours[0][0][-1]
     for t, ((obs, *_), (ref_obs, *_)) in enumerate(zip(ours, theirs, strict=True)):
@@ -105,54 +105,52 @@ def test_fire_is_pressed_for_one_frame_at_reset_in_games_that_have_it(env_id, pr
 
 
 def test_observation_and_action_spaces():
-    env = make_atari_env("ALE/Breakout-v5", train=True)
+    env = make_atari_env("ALE/Breakout-v5")
     assert env.observation_space == gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
     assert env.action_space == gym.spaces.Discrete(4)
-    full = make_atari_env("ALE/Breakout-v5", train=True, settings=AtariSettings(full_action_space=True))
+    full = make_atari_env("ALE/Breakout-v5", settings=AtariSettings(full_action_space=True))
     assert full.action_space == gym.spaces.Discrete(18)
     obs, _ = env.reset(seed=0)
     assert obs in env.observation_space and obs.flags.c_contiguous
 
 
 def test_rgb_array_rendering_gives_the_full_colour_screen():
-    env = make_atari_env("ALE/Pong-v5", train=False, render_mode="rgb_array")
+    env = make_atari_env("ALE/Pong-v5", render_mode="rgb_array")
     env.reset(seed=0)
     frame = env.render()
     assert frame.shape == (210, 160, 3) and frame.dtype == np.uint8 and len(np.unique(frame.reshape(-1, 3), axis=0)) > 2
 
 
 def test_training_loses_lives_as_episodes_with_clipped_rewards_in_the_same_game():
-    """Same seed and actions: the training env plays the very game the evaluation env plays (a lost
-    life's reset takes no step), ends an episode at each lost life with a fresh stack of the
-    current frame, and clips MsPacman's 10-point rewards to 1."""
-    train = make_atari_env("ALE/MsPacman-v5", train=True)
-    play = make_atari_env("ALE/MsPacman-v5", train=False)
-    obs, _ = train.reset(seed=2)
-    play_obs, _ = play.reset(seed=2)
+    """Same seed and actions: the training envs (the family's vector wrappers) play the very game the
+    evaluation envs play, end an episode at each lost life with a fresh stack of the current frame
+    (the game goes on), and clip MsPacman's 10-point rewards to 1."""
+    train = make_vector_env(EnvSettings("ALE/MsPacman-v5", train=True), 1, seed=2)
+    play = make_vector_env(EnvSettings("ALE/MsPacman-v5"), 1, seed=2)
     rng = np.random.default_rng(2)
     lives_lost, game_over = 0, False
-    while not game_over:
-        action = int(rng.integers(train.action_space.n))
-        obs, reward, terminated, truncated, _ = train.step(action)
-        play_obs, play_reward, game_over, play_truncated, _ = play.step(action)
-        assert np.array_equal(obs[-1], play_obs[-1]) and not truncated and not play_truncated
-        assert reward == np.sign(play_reward)
-        if terminated and not game_over:
-            lives_lost += 1
-            frames = train.unwrapped.ale.getEpisodeFrameNumber()
-            obs, _ = train.reset()
-            assert train.unwrapped.ale.getEpisodeFrameNumber() == frames  # no step, no new game
-            assert not obs[:3].any() and np.array_equal(obs[-1], play_obs[-1])
-        else:
-            assert terminated == game_over
-    assert lives_lost == 2  # MsPacman's 3 lives
-    obs, _ = train.reset()
-    assert train.unwrapped.ale.lives() == 3 and train.unwrapped.ale.getEpisodeFrameNumber() <= 31
+    try:
+        while not game_over:
+            action = rng.integers(train.action_space.n, size=1)
+            step, played = train.step(action), play.step(action)
+            game_over = bool(played["terminated"][0])
+            assert np.array_equal(step["next_obs"][0, -1], played["next_obs"][0, -1]) and not step["truncated"][0]
+            assert step["reward"][0] == np.sign(played["reward"][0])
+            if step["terminated"][0] and not game_over:
+                lives_lost += 1
+                assert not train.obs[0, :3].any() and np.array_equal(train.obs[0, -1], play.obs[0, -1])
+            else:
+                assert step["terminated"][0] == game_over
+        assert lives_lost == 2  # MsPacman's 3 lives
+        assert train.episode_stats.episodes == 3 and play.episode_stats.episodes == 1  # per life, per game
+    finally:
+        train.close()
+        play.close()
 
 
 def test_pong_stacks_shift_points_are_scored_and_truncated_episodes_start_afresh():
     steps = 150
-    factory = lambda: make_atari_env("ALE/Pong-v5", train=True, settings=AtariSettings(max_episode_steps=steps))  # noqa: E731
+    factory = lambda: make_atari_env("ALE/Pong-v5", settings=AtariSettings(max_episode_steps=steps))  # noqa: E731
     env = VectorEnvManager(factory, num_envs=2, seed=0)
     try:
         rewards = []
@@ -187,7 +185,7 @@ def test_atari_game_names_the_rom_and_rejects_other_ids():
 @pytest.mark.parametrize(("module", "package"), [("ale_py", "ale-py"), ("cv2", "opencv-python-headless")])
 def test_a_missing_package_names_the_extra_in_one_line(monkeypatch: pytest.MonkeyPatch, module, package):
     monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ImportError
-    for make in (lambda: env_factory("ALE/Pong-v5"), lambda: make_atari_env("ALE/Pong-v5", train=True)):
+    for make in (lambda: env_factory("ALE/Pong-v5"), lambda: make_atari_env("ALE/Pong-v5")):
         with pytest.raises(MissingDependencyError, match=r"rlpipe\[atari\]") as err:
             make()
         message = str(err.value)

@@ -1,5 +1,6 @@
-"""AleVectorEnv (ale-py's C++ vector env) against the Python path (VectorEnvManager over
-make_atari_env): the same transitions where ale-py allows, and each difference shown."""
+"""The ale_vector backend (ale-py's C++ vector env) against the gymnasium backend over make_atari_env,
+each inside the wrappers every backend gets (and, for training, the Atari family's life-loss episodes
+and clipped rewards): the same transitions where ale-py allows, and each difference shown."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlpipe.envs import VectorEnvManager
+from rlpipe.envs import EnvSettings, VectorEnv, make_vector_env
 from rlpipe.envs.ale_vector import AleVectorEnv
 from rlpipe.envs.atari import AtariSettings, import_atari, make_atari_env
 from rlpipe.errors import MissingDependencyError
@@ -19,10 +20,13 @@ DETERMINISTIC = AtariSettings(repeat_action_probability=0.0, noop_max=0)
 COLUMNS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "env_id", FAILED_STEP)
 
 
-def _both(env_id: str, train: bool, settings: AtariSettings, num_envs: int = 2
-          ) -> tuple[VectorEnvManager, AleVectorEnv]:
-    python = VectorEnvManager(lambda: make_atari_env(env_id, train=train, settings=settings), num_envs, seed=0)
-    return python, AleVectorEnv(env_id, num_envs, 0, train=train, settings=settings)
+def _made(env_id: str, backend: str, train: bool, settings: AtariSettings | None = None, num_envs: int = 2,
+          seed: int = 0) -> VectorEnv:
+    return make_vector_env(EnvSettings(env_id, backend=backend, family_settings=settings, train=train), num_envs, seed)
+
+
+def _both(env_id: str, train: bool, settings: AtariSettings, num_envs: int = 2) -> tuple[VectorEnv, VectorEnv]:
+    return _made(env_id, "gymnasium", train, settings, num_envs), _made(env_id, "ale_vector", train, settings, num_envs)
 
 
 @pytest.mark.parametrize("train", [True, False])
@@ -83,7 +87,7 @@ def test_no_ops_and_seeds_are_drawn_differently_by_the_two_backends():
     from ale_py.vector_env import AtariVectorEnv
 
     native = AtariVectorEnv("breakout", 4, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
-    python = make_atari_env("ALE/Breakout-v5", train=False)
+    python = make_atari_env("ALE/Breakout-v5")
     native_starts, python_starts = [], []
     for i in range(8):  # seeded once: a seeded reset reloads the ROM (0.2 s an env)
         native_starts += native.reset(seed=0 if i == 0 else None)[1]["episode_frame_number"].tolist()
@@ -97,7 +101,7 @@ def test_no_ops_and_seeds_are_drawn_differently_by_the_two_backends():
 
 
 def test_seeded_resets_repeat_and_unseeded_ones_go_on():
-    env = AleVectorEnv("ALE/Pong-v5", 2, seed=5, train=True)
+    env = _made("ALE/Pong-v5", "ale_vector", True, seed=5)
     try:
         actions = [env.random_actions() for _ in range(60)]
         first = [env.step(action)["next_obs"] for action in actions]
@@ -111,7 +115,7 @@ def test_seeded_resets_repeat_and_unseeded_ones_go_on():
         env.close()
 
 
-def test_the_interface_of_vector_env_manager():
+def test_the_interface_of_the_vector_env():
     python, native = _both("ALE/Pong-v5", True, AtariSettings(), num_envs=3)
     try:
         assert native.num_envs == 3 and native.observation_space == python.observation_space
@@ -129,5 +133,5 @@ def test_the_interface_of_vector_env_manager():
 def test_a_missing_ale_py_names_the_extra_in_one_line(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setitem(sys.modules, "ale_py", None)
     with pytest.raises(MissingDependencyError, match=r"ale-py package.*rlpipe\[atari\]") as err:
-        AleVectorEnv("ALE/Pong-v5", 2, train=True)
+        AleVectorEnv("ALE/Pong-v5", 2)
     assert "\n" not in str(err.value)

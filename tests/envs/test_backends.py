@@ -17,6 +17,8 @@ from rlpipe.envs import (
     env_factory,
     make_vector_env,
 )
+from rlpipe.envs.vector import GymnasiumVectorBackend
+from rlpipe.envs.vector_wrappers import TransitionBatches
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,7 +28,7 @@ def test_the_gymnasium_backend_steps_the_same_envs_as_the_manager_over_the_facto
     made = make_vector_env(settings, num_envs=2, seed=3)
     direct = VectorEnvManager(env_factory("CartPole-v1", max_episode_steps=50), num_envs=2, seed=3)
     try:
-        assert isinstance(made, VectorEnvManager)
+        assert isinstance(made, TransitionBatches) and isinstance(made.unwrapped, GymnasiumVectorBackend)
         np.testing.assert_array_equal(made.obs, direct.obs)
         action = np.array([0, 1])
         np.testing.assert_array_equal(made.step(action)["next_obs"], direct.step(action)["next_obs"])
@@ -38,13 +40,17 @@ def test_the_gymnasium_backend_steps_the_same_envs_as_the_manager_over_the_facto
 def test_the_backend_the_settings_name_makes_the_envs(monkeypatch):
     calls = []
 
-    def fake_backend(settings: EnvSettings, num_envs: int, seed: int) -> object:
+    def fake_backend(settings: EnvSettings, num_envs: int, seed: int) -> GymnasiumVectorBackend:
         calls.append((settings.env_id, num_envs, seed))
-        return "made by fake"
+        return GymnasiumVectorBackend(settings.single_env_factory(), num_envs)
 
     monkeypatch.setitem(VECTOR_BACKENDS, "fake", fake_backend)
-    assert make_vector_env(EnvSettings("CartPole-v1", backend="fake"), 4, 7) == "made by fake"
-    assert calls == [("CartPole-v1", 4, 7)]
+    made = make_vector_env(EnvSettings("CartPole-v1", backend="fake"), 4, 7)
+    try:
+        assert calls == [("CartPole-v1", 4, 7)] and isinstance(made.unwrapped, GymnasiumVectorBackend)
+        assert made.step(made.random_actions())["obs"].shape == (4, 4)  # inside the wrappers every backend gets
+    finally:
+        made.close()
 
 
 def test_an_unknown_backend_names_the_setting():

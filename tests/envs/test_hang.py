@@ -96,11 +96,11 @@ def test_a_worker_that_died_between_calls_is_restarted_and_close_still_works() -
     env = VectorEnvManager(env_factory("CartPole-v1"), 2, seed=0, asynchronous=True, step_timeout=5.0)
     try:
         env.step(np.zeros(2, dtype=np.int64))
-        worker = env._env.processes[0]
+        worker = env.unwrapped._env.processes[0]
         worker.kill()
         worker.join()
         assert env.step(np.zeros(2, dtype=np.int64))["env_error"].all() and env.restarts == 1
-        worker = env._env.processes[1]
+        worker = env.unwrapped._env.processes[1]
         worker.kill()
         worker.join()
     finally:
@@ -113,9 +113,10 @@ def test_subprocess_envs_from_a_config_watch_their_workers_by_default() -> None:
 
     env = make_vector_env(load_config("cartpole-dqn", ["env.asynchronous=true"]), 2, seed=0)
     try:
-        assert env._step_timeout == ASYNC_STEP_TIMEOUT_S  # no step_timeout given: a dead worker is still found
-        env._env.processes[1].kill()
-        env._env.processes[1].join()
+        # no step_timeout given: a dead worker is still found
+        assert env.unwrapped._step_timeout == ASYNC_STEP_TIMEOUT_S
+        env.unwrapped._env.processes[1].kill()
+        env.unwrapped._env.processes[1].join()
         assert env.step(np.zeros(2, dtype=np.int64))["env_error"].all() and env.restarts == 1
     finally:
         env.close()

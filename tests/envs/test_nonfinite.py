@@ -2,6 +2,7 @@
 and step named, or is logged, or is dropped with its episode, as ``env.nonfinite`` says."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 from types import SimpleNamespace
 from typing import Any
@@ -98,3 +99,54 @@ def test_an_infinite_evaluation_return_is_not_a_return():
     env = manager("reward", np.inf, "skip", every_episode=False)
     output = evaluate_episodes(ALWAYS_LEFT, env, n_episode=4)
     assert np.isfinite(output["episode_return"]).all()  # env 1's poisoned episodes are left out
+
+
+BACKENDS = {"gymnasium": "CartPole-v1", "ale_vector": "ALE/Pong-v5"}
+
+
+def poison_third_step(env) -> None:
+    """From now on the backend's third step gives env 1 a NaN reward (ALE rewards are never NaN: the
+    backend itself is poisoned, so the wrappers every backend gets must catch it)."""
+    backend, calls = env.unwrapped, []
+    step = backend.step
+
+    def poisoned(action):
+        out = step(action)
+        calls.append(1)
+        if len(calls) == 3:
+            reward = out.reward.copy()
+            reward[1] = np.nan
+            out = dataclasses.replace(out, reward=reward)
+        return out
+
+    backend.step = poisoned
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_is_checked(backend, caplog):
+    from rlpipe.envs import EnvSettings, make_vector_env
+
+    def made(reaction: str):
+        env = make_vector_env(EnvSettings(BACKENDS[backend], backend=backend, nonfinite=reaction), 2, seed=0)
+        poison_third_step(env)
+        return env
+
+    def three_steps(env) -> dict:
+        for _ in range(3):
+            step = env.step(np.zeros(2, dtype=np.int64))
+        return step
+
+    env = made("raise")
+    with pytest.raises(NonFiniteError, match="env 1 gave a NaN reward at vector step 3"):
+        three_steps(env)
+    env.close()
+    env = made("skip")
+    step = three_steps(env)
+    assert step["env_error"].tolist() == [False, True] and step["truncated"][1] and step["reward"][1] == 0.0
+    assert env.nonfinite.caught == 1 and env.failed_steps == 1
+    env.close()
+    env = made("warn")
+    with caplog.at_level(logging.WARNING, logger="rlpipe.envs.nonfinite"):
+        step = three_steps(env)
+    assert np.isnan(step["reward"][1]) and "env 1 gave a NaN reward at vector step 3" in caplog.text
+    env.close()
