@@ -55,6 +55,7 @@ from rlpipe.config import load_config
 from rlpipe.entry.evaluate import resolve_checkpoint
 from rlpipe.envs.minatar import make_minatar_env
 from rlpipe.model.cnn import minatar_cnn_layers
+from rlpipe.tools.results import RunResult, write_results
 
 Policy = Callable[[np.ndarray], int]
 
@@ -139,23 +140,38 @@ def greedy_return(game: str, policy: Policy, episodes: int) -> float:
     return statistics.fmean(returns)
 
 
-def compare_seed(game: str, steps: int, episodes: int, out: Path, with_sb3: bool, seed: int,
+TRAINERS: dict[str, Callable[[str, int, int, Path], tuple[float, Policy]]] = {
+    "rlpipe": train_rlpipe, "sb3": lambda game, steps, seed, out: train_sb3(game, steps, seed),
+}
+"""Each library's training of one seed: ``(game, steps, seed, out) -> (wall time, greedy policy)``."""
+
+
+def compare_seed(game: str, steps: int, episodes: int, out: Path, libraries: tuple[str, ...], seed: int,
                  sb3_first: bool) -> dict[str, float | None]:
-    """Train both libraries at ``seed`` (SB3 first if ``sb3_first``; rlpipe alone unless ``with_sb3``); their
-    wall times and greedy returns (SB3's None without it)."""
+    """Train each of ``libraries`` at ``seed`` (SB3 first if ``sb3_first``); their wall times and greedy
+    returns (None for a library not run)."""
     torch.set_num_threads(1)
-    if not with_sb3:
-        (ours_wall, ours), (sb3_wall, sb3) = train_rlpipe(game, steps, seed, out), (None, None)
-    elif sb3_first:
-        (sb3_wall, sb3), (ours_wall, ours) = train_sb3(game, steps, seed), train_rlpipe(game, steps, seed, out)
-    else:
-        (ours_wall, ours), (sb3_wall, sb3) = train_rlpipe(game, steps, seed, out), train_sb3(game, steps, seed)
-    row = {"seed": seed, "rlpipe_wall_s": ours_wall, "sb3_wall_s": sb3_wall,
-           "rlpipe_return": greedy_return(game, ours, episodes),
-           "sb3_return": None if sb3 is None else greedy_return(game, sb3, episodes)}
-    sb3_text = "skipped" if sb3 is None else f"{row['sb3_return']:.2f} in {sb3_wall:.0f} s"
-    print(f"seed {seed}: rlpipe {row['rlpipe_return']:.2f} in {ours_wall:.0f} s, SB3 {sb3_text}", flush=True)
-    return row
+    row: dict[str, float | None] = {"seed": seed}
+    for library in sorted(libraries, reverse=sb3_first):  # "rlpipe" < "sb3"
+        wall, policy = TRAINERS[library](game, steps, seed, out)
+        row[f"{library}_wall_s"], row[f"{library}_return"] = wall, greedy_return(game, policy, episodes)
+    texts = [f"{lib} {row[f'{lib}_return']:.2f} in {row[f'{lib}_wall_s']:.0f} s" if f"{lib}_return" in row
+             else f"{lib} skipped" for lib in TRAINERS]
+    print(f"seed {seed}: {', '.join(texts)}", flush=True)
+    return {key: row.get(key) for key in ("seed", *(f"{lib}_{what}" for lib in TRAINERS for what in ("wall_s",
+                                                                                                      "return")))}
+
+
+def sb3_results(game: str, steps: int, episodes: int, rows: list[dict[str, float | None]]) -> list[RunResult]:
+    """SB3's runs as run results (``rlpipe report``'s format): each seed's final policy over ``episodes``
+    greedy games, its wall time, and the settings SB3 trains with (IEEE subnormals, float32)."""
+    return [RunResult(group="sb3-dqn", task=game_env_id(game), seed=int(row["seed"] or 0), env_step=[steps],
+                      value=[float(row["sb3_return"] or 0.0)], wall_time_s=[row["sb3_wall_s"]], eval_episodes=episodes,
+                      final_eval=row["sb3_return"], final_eval_episodes=episodes, budget_env_steps=steps,
+                      library="stable-baselines3", source="stable-baselines3 (benchmarks/minatar.py)",
+                      settings={"algorithm": "dqn", "precision": "fp32", "flush_denormal": False, "overrides": [],
+                                "resumed": False})
+            for row in rows if row["sb3_return"] is not None]
 
 
 def main() -> None:
@@ -168,6 +184,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at a time, in separate processes")
     parser.add_argument("--out", type=Path, default=None, help="where rlpipe's runs go (a temp dir if unset)")
     parser.add_argument("--quick", action="store_true", help="a tiny run (smoke test): 200 steps after the warm-up")
+    parser.add_argument("--libraries", default="rlpipe,sb3", help="which to train: rlpipe, sb3 or both (default)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="append SB3's runs to this results file, for rlpipe report beside rlpipe's sweeps")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
@@ -176,8 +195,12 @@ def main() -> None:
     torch.set_num_threads(1)
     out = args.out or Path(tempfile.mkdtemp(prefix="rlpipe-minatar-bench-"))
 
-    with_sb3 = peer_installed("stable_baselines3")
-    compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out, with_sb3)
+    libraries = tuple(lib for lib in args.libraries.split(",") if lib)
+    if not libraries or set(libraries) - set(TRAINERS):
+        parser.error(f"--libraries: choose from {', '.join(TRAINERS)}, got {args.libraries!r}")
+    if "sb3" in libraries and not peer_installed("stable_baselines3"):
+        libraries = tuple(lib for lib in libraries if lib != "sb3")
+    compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out, libraries)
     sb3_first = [position % 2 == 1 for position in range(len(args.seeds))]
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -191,15 +214,20 @@ def main() -> None:
 
     ours_return, sb3_return = mean("rlpipe_return"), mean("sb3_return")
     ours_wall, sb3_wall = mean("rlpipe_wall_s"), mean("sb3_wall_s")
+    wall_ratio = return_ratio = None
+    if ours_wall is not None and sb3_wall is not None and ours_return is not None and sb3_return is not None:
+        wall_ratio = sb3_wall / ours_wall
+        return_ratio = ours_return / sb3_return if sb3_return else None  # None: SB3's return is 0
     figures = {
         "game": args.game, "steps": args.steps, "seeds": args.seeds, "episodes": args.episodes,
         "rlpipe_return_mean": ours_return, "sb3_return_mean": sb3_return,
         "rlpipe_wall_s_mean": ours_wall, "sb3_wall_s_mean": sb3_wall,
-        "wall_time_sb3_ratio": None if sb3_wall is None else sb3_wall / ours_wall,
-        "return_sb3_ratio": ours_return / sb3_return if sb3_return else None,  # None: SB3 skipped, or its return 0
+        "wall_time_sb3_ratio": wall_ratio, "return_sb3_ratio": return_ratio,
     }
-    if sb3_return is None:
-        print(f"rlpipe {ours_return:.2f} mean final return in {ours_wall:.0f} s mean wall time; SB3 skipped")
+    if args.results is not None:
+        write_results(args.results, sb3_results(args.game, args.steps, args.episodes, rows))
+    if wall_ratio is None:
+        print(f"rlpipe {ours_return} / SB3 {sb3_return} mean final return: one library only, no ratio")
     else:
         print(f"rlpipe {ours_return:.2f} vs SB3 {sb3_return:.2f} mean final return; "
               f"SB3 took {figures['wall_time_sb3_ratio']:.2f}x rlpipe's wall time")

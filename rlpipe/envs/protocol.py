@@ -38,7 +38,7 @@ class CoreStep:
     """Each env's observation after this step in its episode: the real last one where an episode
     ended (``next_obs`` itself where none did)."""
     reward: np.ndarray
-    """float32."""
+    """In the backend's float dtype (episode returns add it up so; the batches hold it as float32)."""
     terminated: np.ndarray
     truncated: np.ndarray
     failed: np.ndarray

@@ -183,7 +183,7 @@ class GymnasiumVectorBackend:
                     last = self._obs
                     fresh, _ = self.reset()
                     no, yes = np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)
-                    return CoreStep(fresh, last, np.zeros(self.num_envs, dtype=np.float32), no, yes, yes,
+                    return CoreStep(fresh, last, np.zeros(self.num_envs), no, yes, yes,
                                     restarted=True)
         done = terminated | truncated
         ended = done.nonzero()[0]  # not done.any() + np.flatnonzero: 0.2 us instead of 1.9 us
@@ -196,8 +196,8 @@ class GymnasiumVectorBackend:
             self._consecutive_restarts = 0
         self._obs = next_obs
         lives = info.get("lives")
-        return CoreStep(next_obs, final_obs, reward.astype(np.float32, copy=False), terminated, truncated, failed,
-                        success, None if lives is None else np.asarray(lives))
+        return CoreStep(next_obs, final_obs, reward, terminated, truncated, failed, success,
+                        None if lives is None else np.asarray(lives))
 
     def _reports(self) -> AbstractContextManager[None]:
         """Subprocess envs' failure reports to the log (see :func:`worker_reports_to_log`)."""

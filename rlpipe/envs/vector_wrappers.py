@@ -138,7 +138,7 @@ class ClipRewards(CoreWrapper):
 
     def step(self, action: np.ndarray) -> CoreStep:
         step = self.env.step(action)
-        return replace(step, reward=np.clip(step.reward, self._low, self._high).astype(np.float32, copy=False))
+        return replace(step, reward=np.clip(step.reward, self._low, self._high))
 
 
 class NonFiniteCheck(CoreWrapper):
@@ -167,7 +167,7 @@ class NonFiniteCheck(CoreWrapper):
         fresh, _ = self.env.reset_envs(skip)
         next_obs = step.next_obs.copy()
         next_obs[skip] = fresh[skip]
-        return replace(step, reward=np.where(skip, 0.0, step.reward).astype(np.float32), next_obs=next_obs,
+        return replace(step, reward=np.where(skip, 0.0, step.reward), next_obs=next_obs,
                        truncated=step.truncated | skip, failed=step.failed | skip, success=None)
 
 
