@@ -201,8 +201,10 @@ def _aggregate_row(group: str, tasks: dict[str, list[RunResult]], groups: dict[s
 def _settings(tasks: dict[str, list[RunResult]]) -> dict[str, Any]:
     runs = [run for task_runs in tasks.values() for run in task_runs]
     first = runs[0]
-    evaluation = (f"final policy, {first.final_eval_episodes} episodes" if first.final_eval is not None
-                  else f"last evaluation, {first.eval_episodes} episodes" if first.eval_episodes else "last evaluation")
+    if first.final_eval is not None:
+        evaluation = f"final policy, {_episodes(first.final_eval_episodes)}"
+    else:
+        evaluation = f"last evaluation, {_episodes(first.eval_episodes)}" if first.eval_episodes else "last evaluation"
     return {
         "library": first.library, "algorithm": first.settings.get("algorithm"),
         "precision": first.settings.get("precision"), "flush_denormal": first.settings.get("flush_denormal"),
@@ -210,6 +212,10 @@ def _settings(tasks: dict[str, list[RunResult]]) -> dict[str, Any]:
         "final_figure": evaluation, "resumed": sum(bool(run.settings.get("resumed")) for run in runs),
         "runs": len(runs), "code": sorted({run.source for run in runs}),
     }
+
+
+def _episodes(count: int | None) -> str:
+    return f"{count} episode{'' if count == 1 else 's'}"
 
 
 def _number(value: float) -> str:
