@@ -1,9 +1,10 @@
 """Whether a device does bfloat16 arithmetic natively, for ``policy.learn.precision=bf16-mixed``.
 
-bfloat16 products pay only where the hardware has them: about 1.3x float32 on a CPU with
-AVX512-BF16 or AMX, while a CPU without them (AVX2 or plain AVX512) emulates them in software
-and measured 7.5x slower than float32. So ``bf16-mixed`` falls back to float32 where the device
-has no native bfloat16 arithmetic, and one line says why.
+bfloat16 products pay only where the hardware has them: a SAC update takes 1.28-1.31x fewer
+seconds than float32's on a CPU with AVX512-BF16 (``benchmarks/sac.py``), while a CPU without
+them (AVX2 or plain AVX512) emulates them in software, several times slower than float32. So
+``bf16-mixed`` falls back to float32 where the device has no native bfloat16 arithmetic, and one
+line says why.
 """
 from __future__ import annotations
 
