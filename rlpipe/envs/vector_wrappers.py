@@ -31,7 +31,27 @@ from rlpipe.utils.batch import FAILED_STEP
 __all__ = ["ClipRewards", "CoreWrapper", "LifeLossEpisodes", "NonFiniteCheck", "TransitionBatches"]
 
 
-class CoreWrapper:
+class _AroundCore:
+    """Something around a core (``self.env``): closing it, reaching the backend inside every
+    wrapper, and reading the core's own figures (``restarts``, ``nonfinite``) through it."""
+
+    env: CoreVectorEnv
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> CoreVectorEnv:
+        """The backend inside every wrapper."""
+        return getattr(self.env, "unwrapped", self.env)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+
+class CoreWrapper(_AroundCore):
     """A :class:`CoreVectorEnv` around another, passing on what it does not change (counters
     such as ``restarts`` included)."""
 
@@ -58,19 +78,6 @@ class CoreWrapper:
 
     def step(self, action: np.ndarray) -> CoreStep:
         return self.env.step(action)
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def unwrapped(self) -> CoreVectorEnv:
-        """The backend inside every wrapper."""
-        return getattr(self.env, "unwrapped", self.env)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.env, name)
 
 
 class LifeLossEpisodes(CoreWrapper):
@@ -171,7 +178,7 @@ class NonFiniteCheck(CoreWrapper):
                        truncated=step.truncated | skip, failed=step.failed | skip, success=None)
 
 
-class TransitionBatches:
+class TransitionBatches(_AroundCore):
     """The :class:`~rlpipe.envs.protocol.VectorEnv` over a core: steps as columnar batches (``obs``,
     ``action``, ``reward``, ``next_obs``, ``terminated``, ``truncated``, ``env_id``, ``env_error``),
     the current observation of every env (:attr:`obs`), the finished episodes' figures, and the
@@ -230,20 +237,6 @@ class TransitionBatches:
         }
         self.obs = step.next_obs
         return batch
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def unwrapped(self) -> CoreVectorEnv:
-        """The backend inside every wrapper."""
-        return getattr(self.env, "unwrapped", self.env)
-
-    def __getattr__(self, name: str) -> Any:
-        """The core's own figures (``restarts``, ``nonfinite``), read through the wrappers."""
-        if name.startswith("_") or name == "env":
-            raise AttributeError(name)
-        return getattr(self.env, name)
 
     def __enter__(self) -> TransitionBatches:
         return self
