@@ -1,4 +1,4 @@
-"""``rlpipe`` command line: train, resume, eval, presets, config show, plot, tune, sweep, report, export.
+"""``rlpipe`` command line: train, resume, eval, presets, config show, plot, tune, sweep, report, export, dataset.
 
 Errors a user can fix (a config key, a preset name, a file) are printed as one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -142,11 +142,57 @@ def _parser() -> argparse.ArgumentParser:
     sb3.add_argument("--algorithm", default=None, help="the algorithm, for the report's settings")
     sb3.add_argument("--out", type=Path, required=True, help="the results file (.jsonl) to append to")
 
+    _dataset_parser(sub)
+
     export = sub.add_parser("export", help="write a run's acting network as ONNX or TorchScript (the export extra)")
     export.add_argument("run", type=Path, help="run directory (its best, else final checkpoint) or checkpoint file")
     export.add_argument("--format", choices=("onnx", "torchscript"), default="onnx")
     export.add_argument("--out", type=Path, required=True, help="file to write, e.g. policy.onnx")
     return parser
+
+
+def _dataset_parser(sub: argparse._SubParsersAction) -> None:
+    """``rlpipe dataset from-run | rollout | mix | info | to-minari | from-minari``."""
+    dataset = sub.add_parser("dataset", help="make, mix and inspect datasets for offline training; Minari's too")
+    commands = dataset.add_subparsers(dest="dataset_command", required=True)
+
+    def made(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--out", type=Path, required=True, help="the dataset directory to write")
+        parser.add_argument("--overwrite", action="store_true", help="replace a dataset already at --out")
+        parser.add_argument("--random-return", type=float, default=None,
+                            help="a random policy's mean return (normalised score 0), with --expert-return")
+        parser.add_argument("--expert-return", type=float, default=None,
+                            help="an expert's mean return (normalised score 100), with --random-return")
+
+    from_run = commands.add_parser("from-run", help="a run's saved replay buffer as a dataset (medium-replay)")
+    from_run.add_argument("run", type=Path, help="run directory (its latest checkpoint's buffer)")
+    made(from_run)
+    rollout = commands.add_parser("rollout", help="episodes played by a trained run's policy, or at random")
+    rollout.add_argument("source", help="run directory or checkpoint; with --random also a preset or config")
+    rollout.add_argument("--episodes", type=_positive_int, required=True, help="whole episodes to record")
+    rollout.add_argument("--eps", type=float, default=0.0, help="random-action probability (discrete actions)")
+    rollout.add_argument("--noise", type=float, default=0.0, help="Gaussian action noise std (continuous actions)")
+    rollout.add_argument("--sample", action="store_true",
+                         help="sample the actions as the policy explores (sac, iql: stochastic policies)")
+    rollout.add_argument("--random", action="store_true", help="act uniformly at random (no policy)")
+    rollout.add_argument("--seed", type=int, default=0, help="seed of the envs and the exploration")
+    rollout.add_argument("--envs", type=_positive_int, default=8, help="envs played at once")
+    made(rollout)
+    mix = commands.add_parser("mix", help="two datasets' episodes in a ratio (medium-expert: 0.5)")
+    mix.add_argument("first", type=Path)
+    mix.add_argument("second", type=Path)
+    mix.add_argument("--ratio", type=float, default=0.5, help="the first dataset's share of the rows")
+    made(mix)
+    info = commands.add_parser("info", help="size, spaces, episodes, returns and provenance of a dataset")
+    info.add_argument("dataset", help="dataset directory, or a Minari dataset (minari:ID or its directory)")
+    to_minari = commands.add_parser("to-minari", help="write a dataset as a Minari dataset (the offline extra)")
+    to_minari.add_argument("dataset", type=Path)
+    to_minari.add_argument("--id", required=True, help="the Minari dataset id, e.g. rlpipe/hopper-medium-v0")
+    to_minari.add_argument("--root", type=Path, default=None,
+                           help="minari's local store to write to (default: MINARI_DATASETS_PATH or ~/.minari)")
+    from_minari = commands.add_parser("from-minari", help="a Minari dataset as an rlpipe dataset (the offline extra)")
+    from_minari.add_argument("source", help="minari:ID (minari's local store) or a Minari dataset's directory")
+    made(from_minari)
 
 
 def _announce(line: str) -> None:
@@ -325,10 +371,47 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reference_returns(args: argparse.Namespace) -> dict[str, float] | None:
+    """``--random-return`` and ``--expert-return``, both or neither."""
+    given = (args.random_return, args.expert_return)
+    if given == (None, None):
+        return None
+    if None in given or args.random_return == args.expert_return:
+        raise ConfigError("--random-return and --expert-return go together, and must differ")
+    return {"random": args.random_return, "expert": args.expert_return}
+
+
+def _cmd_dataset(args: argparse.Namespace) -> int:
+    from rlpipe.tools import datasets
+
+    command = args.dataset_command
+    if command == "info":
+        print(json.dumps(datasets.describe_dataset(args.dataset), indent=1))
+        return 0
+    if command == "to-minari":
+        from rlpipe.data.dataset import Dataset
+        from rlpipe.data.dataset.minari_io import write_minari
+
+        print(json.dumps({"minari_dataset": str(write_minari(Dataset.open(args.dataset), args.id, args.root))}))
+        return 0
+    reference, out, overwrite = _reference_returns(args), args.out, args.overwrite
+    if command == "from-run":
+        made = datasets.dataset_from_run(args.run, out, reference, overwrite)
+    elif command == "rollout":
+        made = datasets.rollout_dataset(args.source, out, args.episodes, args.eps, args.noise, args.seed, args.random,
+                                        args.envs, reference, overwrite, args.sample)
+    elif command == "mix":
+        made = datasets.mix_datasets(args.first, args.second, args.ratio, out, reference, overwrite)
+    else:
+        made = datasets.copy_dataset(args.source, out, reference, overwrite)
+    print(json.dumps(datasets.describe_dataset(made.path)))
+    return 0
+
+
 COMMANDS = {
     "train": _cmd_train, "resume": _cmd_resume, "eval": _cmd_eval, "presets": _cmd_presets, "config": _cmd_config,
     "plot": _cmd_plot, "tune": _cmd_tune, "sweep": _cmd_sweep, "report": _cmd_report,
-    "import-sb3": _cmd_import_sb3, "export": _cmd_export,
+    "import-sb3": _cmd_import_sb3, "export": _cmd_export, "dataset": _cmd_dataset,
 }
 
 

@@ -180,9 +180,10 @@ class Algorithm:
         return any(own == key or own.startswith(f"{key}.") for own in self.keys_for(exploration))
 
 
-_DISTRIBUTIONAL_LEARN = ("learning_rate", "double_q", "adam_eps")
+_DISTRIBUTIONAL_LEARN = ("learning_rate", "double_q", "adam_eps", "cql_alpha")
 _DISTRIBUTIONAL_MODEL = ("dueling", "noisy", "noisy_sigma0", "noisy_encoder")
 
+_TD3_LEARN = ("learning_rate_actor", "learning_rate_q", "actor_update_freq", "noise_sigma", "noise_clip")
 _SAC_LEARN = ("learning_rate_actor", "learning_rate_q", "learning_rate_alpha", "alpha", "auto_alpha",
               "target_entropy")
 
@@ -191,7 +192,7 @@ ALGORITHMS: Mapping[str, Algorithm] = {
     for row in (
         Algorithm(
             "dqn", "rlpipe.policy.dqn:DQNPolicy", ActionKind.DISCRETE, Exploration.EPSILON,
-            TargetUpdate.HARD_OR_SOFT, learn=("learning_rate", "double_q"), model=("dueling",),
+            TargetUpdate.HARD_OR_SOFT, learn=("learning_rate", "double_q", "cql_alpha"), model=("dueling",),
         ),
         Algorithm(
             "c51", "rlpipe.policy.c51:C51Policy", ActionKind.DISCRETE, Exploration.EPSILON,
@@ -205,16 +206,33 @@ ALGORITHMS: Mapping[str, Algorithm] = {
         ),
         Algorithm(
             "sac", "rlpipe.policy.sac:SACPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,
-            TargetUpdate.SOFT, learn=_SAC_LEARN, model=("obs_norm",),
+            TargetUpdate.SOFT, learn=_SAC_LEARN, model=("obs_norm", "critic_layer_norm"),
         ),
         Algorithm(
             "td3", "rlpipe.policy.td3:TD3Policy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
-            TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q", "actor_update_freq", "noise_sigma",
-                                      "noise_clip"), model=("obs_norm",),
+            TargetUpdate.SOFT, learn=_TD3_LEARN, model=("obs_norm",),
         ),
         Algorithm(
             "ddpg", "rlpipe.policy.td3:DDPGPolicy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
             TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q"), model=("obs_norm",),
+        ),
+        Algorithm(
+            "td3_bc", "rlpipe.policy.td3_bc:TD3BCPolicy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
+            TargetUpdate.SOFT, learn=(*_TD3_LEARN, "bc_alpha"), model=("obs_norm",),
+        ),
+        Algorithm(
+            "iql", "rlpipe.policy.iql:IQLPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,
+            TargetUpdate.SOFT, learn=("learning_rate_actor", "learning_rate_q", "expectile", "temperature"),
+            model=("obs_norm",),
+        ),
+        Algorithm(
+            "cql", "rlpipe.policy.cql:CQLPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,
+            TargetUpdate.SOFT, learn=(*_SAC_LEARN, "cql_alpha", "cql_n_actions"),
+            model=("obs_norm", "critic_layer_norm"),
+        ),
+        Algorithm(
+            "bc", "rlpipe.policy.bc:BCPolicy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
+            TargetUpdate.NONE, learn=("learning_rate_actor",), model=("obs_norm",),
         ),
         Algorithm(
             "crossq", "rlpipe.policy.crossq:CrossQPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,

@@ -195,6 +195,9 @@ class ModelConfig(_Strict):
         False, description="With noisy: the encoder's fully connected layers are noisy too (the Nature CNN's "
         "512-unit layer, the MLP's hidden layers), as in Rainbow and DER (c51, qrdqn).",
     )
+    critic_layer_norm: bool = Field(
+        False, description="Layer-normalise each hidden layer of the critics (RLPD's critics; sac, cql).",
+    )
     obs_norm: bool = Field(
         False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg, crossq)."
     )
@@ -277,6 +280,16 @@ class LearnConfig(_Strict):
     )
     adam_eps: float = Field(1e-8, gt=0, description="Adam's epsilon (c51, qrdqn; DER uses 1.5e-4).")
     kappa: float = Field(1.0, ge=0, description="Threshold of the quantile Huber loss; 0: plain quantile loss (qrdqn).")
+    cql_alpha: float = Field(
+        0.0, ge=0, description="Weight of CQL's conservative penalty: positive for cql; for dqn, c51 and qrdqn "
+        "discrete CQL (0: off).",
+    )
+    cql_n_actions: PositiveInt = Field(
+        10, description="Actions sampled per state for each of CQL's three proposals (uniform, pi(s), pi(s')) (cql)."
+    )
+    bc_alpha: float = Field(2.5, gt=0, description="Weight of the Q term against behaviour cloning (td3_bc).")
+    expectile: float = Field(0.7, gt=0, lt=1, description="Expectile of the value function (iql).")
+    temperature: float = Field(3.0, gt=0, description="Inverse temperature of advantage-weighted regression (iql).")
 
     @model_validator(mode="before")
     @classmethod
@@ -528,6 +541,32 @@ class RewardModelConfig(_Strict):
     feature_size: PositiveInt = Field(64, description="Output size of RND's networks and of ICM's encoder.")
 
 
+class OfflineConfig(_Strict):
+    """Learning from a dataset (``rlpipe dataset``): offline only, or offline-to-online with the dataset
+    kept as a second buffer beside the online one (the seed's ``[(dataset, r), (online, 1 - r)]``)."""
+
+    dataset: str = Field(
+        ..., description="A dataset directory (rlpipe dataset ...), a Minari dataset's directory, or minari:ID for "
+        "one in Minari's local store (MINARI_DATASETS_PATH).",
+    )
+    dataset_share: float = Field(
+        1.0, gt=0, le=1, description="Share of each batch drawn from the dataset. 1: offline only (no env steps, "
+        "the run stops at run.max_train_iter); below 1: offline-to-online, the rest from the online buffer "
+        "(RLPD's symmetric sampling: 0.5).",
+    )
+    pretrain_iter: NonNegativeInt = Field(
+        0, description="Updates on the dataset alone before the first env step (offline-to-online; IQL fine-tuning).",
+    )
+    seal: str | None = Field(
+        None, description="The dataset's seal, filled in when the run starts, so a resumed run refuses other data.",
+    )
+
+    @property
+    def online(self) -> bool:
+        """Whether the run also collects (offline-to-online)."""
+        return self.dataset_share < 1.0
+
+
 class DistributedConfig(_Strict):
     """Where the pipeline runs: one process (``local``) or collector actors on Ray feeding this process's learner."""
 
@@ -560,6 +599,9 @@ class Config(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     reward_model: RewardModelConfig | None = Field(
         None, description="A learned intrinsic reward (RND, ICM) mixed into the training batches; None: off."
+    )
+    offline: OfflineConfig | None = Field(
+        None, description="Learn from a dataset, offline only or offline-to-online; None: online only.",
     )
     run: RunConfig = Field(default_factory=RunConfig)
     distributed: DistributedConfig = Field(default_factory=DistributedConfig)
@@ -640,6 +682,34 @@ class Config(_Strict):
         if self.distributed.backend == "ray" and policy.other.her is not None:
             raise ValueError("distributed.backend 'ray' collects single steps; HER's episode collection runs "
                              "with distributed.backend=local")
+        if self.offline is not None:
+            self._check_offline(self.offline)
         if self.env.step_timeout is not None and not self.env.asynchronous:
             raise ValueError("env.step_timeout needs env.asynchronous=true (only a subprocess can be stopped)")
         return self
+
+    def _check_offline(self, offline: OfflineConfig) -> None:
+        """What learning from a dataset needs: one-step transitions, no HER or learned reward, and (offline
+        only) a stop in train iterations, evaluations counted in them, uniform sampling, this process."""
+        policy = self.policy
+        if policy.nstep != 1:
+            raise ValueError(f"config key 'offline.dataset' needs policy.nstep=1: a dataset holds one-step "
+                             f"transitions (policy.nstep is {policy.nstep})")
+        if policy.other.her is not None or self.reward_model is not None:
+            raise ValueError("config key 'offline.dataset' cannot be combined with policy.other.her or reward_model")
+        if offline.online:
+            return
+        if offline.pretrain_iter:
+            raise ValueError("config key 'offline.pretrain_iter' needs offline.dataset_share below 1 (offline-to-"
+                             "online); an offline run trains on the dataset alone throughout")
+        if self.run.max_train_iter is None:
+            raise ValueError("config key 'run.max_train_iter' must be set: an offline run (offline.dataset_share=1) "
+                             "takes no env steps, so it stops after that many updates")
+        if policy.eval.evaluator.eval_every_env_steps is not None:
+            raise ValueError("config key 'policy.eval.evaluator.eval_every_env_steps': an offline run takes no env "
+                             "steps; evaluate every policy.eval.evaluator.eval_freq updates")
+        if policy.priority:
+            raise ValueError("config key 'policy.priority': a dataset is sampled uniformly (priority replay needs an "
+                             "online buffer, offline.dataset_share below 1)")
+        if self.distributed.backend != "local":
+            raise ValueError("config key 'distributed.backend': an offline run collects nothing; use local")

@@ -159,8 +159,10 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 
 def describe_run(cfg: Config, run_dir: Path) -> str:
     """One line saying what trains where, on which device, and how often it learns (the replay ratio)."""
-    policy, ratio = cfg.policy, cfg.updates_per_env_step
-    if ratio is None:
+    policy, ratio, offline = cfg.policy, cfg.updates_per_env_step, cfg.offline
+    if offline is not None and not offline.online:
+        updates = f"offline, {policy.learn.update_per_collect} gradient updates per iteration from {offline.dataset}"
+    elif ratio is None:
         episodes = policy.collect.n_episode
         updates = (f"{policy.learn.update_per_collect} gradient updates per "
                    f"{'episode' if episodes == 1 else f'{episodes} episodes'}")
@@ -169,6 +171,9 @@ def describe_run(cfg: Config, run_dir: Path) -> str:
             f"{policy.learn.update_per_collect} gradient updates per {cfg.env_steps_per_collect} env steps "
             f"(replay ratio {ratio:.3g})"
         )
+    if offline is not None and offline.online:
+        pretrain = f" after {offline.pretrain_iter} updates on it alone" if offline.pretrain_iter else ""
+        updates += f", each batch {offline.dataset_share:.0%} from {offline.dataset}{pretrain}"
     device = device_of(policy)
     precision = ""
     if policy.learn.precision != "fp32":
@@ -256,7 +261,9 @@ def _run_pipeline(
     if ctx.env_step > 0 and parts.local_collector_env is not None:  # remote collectors reseed themselves
         parts.local_collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
-    with task.start(ctx=ctx), progress_bar(cfg.run.max_env_step, cfg.run.progress) as show:
+    offline_only = cfg.offline is not None and not cfg.offline.online and cfg.run.max_train_iter is not None
+    total, counter = (cfg.run.max_train_iter, "train_iter") if offline_only else (cfg.run.max_env_step, "env_step")
+    with task.start(ctx=ctx), progress_bar(total, cfg.run.progress, counter=counter) as show:
         task.use(stop)
         use_training_pipeline(task, parts, middleware, collect, flush=True)  # the final save holds every transition
         settings = SaveSettings(buffer_=parts.buffer, keep_last=cfg.run.keep_checkpoints,

@@ -1,5 +1,12 @@
 """Neural networks used by the policies, each starting with an encoder chosen from the observation space."""
-from rlpipe.model.continuous import DeterministicActor, EnsembleLinear, EnsembleQ, SquashedGaussianActor
+from rlpipe.model.continuous import (
+    DeterministicActor,
+    EnsembleLinear,
+    EnsembleQ,
+    GaussianActor,
+    SquashedGaussianActor,
+    StateValue,
+)
 from rlpipe.model.encoders import EncoderConfig, make_encoder
 from rlpipe.model.heads import DistributionalQ
 from rlpipe.model.noisy import NoisyLinear
@@ -12,7 +19,9 @@ __all__ = [
     "EncoderConfig",
     "EnsembleLinear",
     "EnsembleQ",
+    "GaussianActor",
     "NoisyLinear",
     "SquashedGaussianActor",
+    "StateValue",
     "make_encoder",
 ]

@@ -74,6 +74,22 @@ class EnsembleLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, n={self.n}"
 
 
+class EnsembleLayerNorm(nn.Module):
+    """Layer normalisation of ``[n, B, features]`` with a gain and bias per member."""
+
+    def __init__(self, features: int, n: int) -> None:
+        super().__init__()
+        self.features = features
+        self.weight = nn.Parameter(torch.ones(n, 1, features))
+        self.bias = nn.Parameter(torch.zeros(n, 1, features))
+
+    def forward(self, x: torch.Tensor, members: int | None = None) -> torch.Tensor:
+        """``x`` ``[n, B, features]`` normalised, with the first ``members`` gains and biases (all: None)."""
+        weight, bias = (self.weight, self.bias) if members is None else (self.weight[:members], self.bias[:members])
+        h = nn.functional.layer_norm(x, (self.features,))
+        return h * weight.to(h.dtype) + bias.to(h.dtype)
+
+
 class EnsembleQ(nn.Module):
     """``n_critics`` Q-functions ``Q_i(s, a)``, each an MLP on ``concat(encoder(obs), action)``.
 
@@ -81,7 +97,8 @@ class EnsembleQ(nn.Module):
     the encoder has no hidden layers of its own (for vectors: the observation as float32);
     the members share no weights, only the batched matrix products that evaluate them. With
     ``batch_renorm`` (CrossQ) each member renormalises its input and each hidden ReLU's output
-    with its own :class:`BatchRenorm` statistics.
+    with its own :class:`BatchRenorm` statistics. With ``layer_norm`` (RLPD's critics) each hidden
+    layer's output is layer-normalised before its ReLU.
     """
 
     def __init__(
@@ -93,6 +110,7 @@ class EnsembleQ(nn.Module):
         batch_renorm: bool = False,
         encoder: str = "auto",
         encoder_kwargs: Mapping[str, Any] | None = None,
+        layer_norm: bool = False,
     ) -> None:
         super().__init__()
         check_sizes(obs_shape, action_shape)
@@ -107,6 +125,9 @@ class EnsembleQ(nn.Module):
         )
         # norms[i] renormalises the input of layers[i]
         self.norms = nn.ModuleList(BatchRenorm(i, self.n_critics) for i in sizes[:-1]) if batch_renorm else None
+        # layer_norms[i] normalises the output of hidden layer i
+        self.layer_norms = nn.ModuleList(
+            EnsembleLayerNorm(o, self.n_critics) for o in hidden) if layer_norm else None
 
     def forward(self, obs: Any, action: torch.Tensor, members: int | None = None) -> torch.Tensor:
         """``q`` ``[n, B]`` of the first ``members`` critics (all when None; always all with
@@ -120,8 +141,72 @@ class EnsembleQ(nn.Module):
                 h = self.norms[i](h.expand(self.n_critics, *h.shape) if h.dim() == 2 else h)
             h = layer(h, members)
             if i < last:
+                if self.layer_norms is not None:
+                    h = self.layer_norms[i](h, members)
                 h = h.relu_()  # in place: baddbmm's backward does not need its output
         return h.squeeze(-1)
+
+
+class StateValue(nn.Module):
+    """A state-value network ``V(s)``: an encoder and MLP to one number (IQL's value function)."""
+
+    def __init__(
+        self,
+        obs_shape: ObsShape | spaces.Space[Any],
+        hidden: Sequence[int] = (256, 256),
+        encoder: str = "auto",
+        encoder_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.trunk, last = make_encoder(observation_space(obs_shape),
+                                        EncoderConfig(hidden, encoder, encoder_kwargs=encoder_kwargs or {}))
+        self.head = nn.Linear(last, 1)
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        """``obs`` ``[B, *obs_shape]`` -> ``V(s)`` ``[B]``."""
+        return self.head(self.trunk(obs)).squeeze(-1)
+
+
+class GaussianActor(nn.Module):
+    """IQL's policy: ``N(tanh(MLP(s)), exp(log_std)^2)`` per action dimension, ``log_std`` a learned
+    vector that does not depend on the state (clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``); its
+    deterministic action is the mean, its samples are clipped to ``[-1, 1]``."""
+
+    def __init__(
+        self,
+        obs_shape: ObsShape | spaces.Space[Any],
+        action_shape: int,
+        hidden: Sequence[int] = (256, 256),
+        encoder: str = "auto",
+        encoder_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        check_sizes(obs_shape, action_shape)
+        self.action_shape = int(action_shape)
+        self.trunk, last = make_encoder(observation_space(obs_shape),
+                                        EncoderConfig(hidden, encoder, encoder_kwargs=encoder_kwargs or {}))
+        self.head = nn.Linear(last, self.action_shape)
+        self.log_std = nn.Parameter(torch.zeros(self.action_shape))
+
+    def forward(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """``mean`` ``[B, action_shape]`` in ``[-1, 1]`` and the clamped ``log_std`` ``[action_shape]``."""
+        return torch.tanh(self.head(self.trunk(obs))), self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+    def log_prob(self, obs: Any, action: torch.Tensor) -> torch.Tensor:
+        """``log N(action; mean(s), std^2)`` ``[B]``, summed over action dimensions."""
+        mean, log_std = self(obs)
+        z = (action - mean) * torch.exp(-log_std)
+        return (-0.5 * z.square() - log_std - _HALF_LOG_2PI).sum(dim=-1)
+
+    def deterministic(self, obs: Any) -> torch.Tensor:
+        """The mean action ``[B, action_shape]``."""
+        return self(obs)[0]
+
+    def sample(self, obs: Any, generator: torch.Generator | None = None) -> torch.Tensor:
+        """An action drawn from the Gaussian and clipped to ``[-1, 1]``, ``[B, action_shape]``."""
+        mean, log_std = self(obs)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return (mean + log_std.exp() * noise).clamp(-1.0, 1.0)
 
 
 class SquashedGaussianActor(nn.Module):
@@ -204,3 +289,7 @@ class DeterministicActor(nn.Module):
     def forward(self, obs: Any) -> torch.Tensor:
         """``obs`` ``[B, *obs_shape]`` -> ``a`` ``[B, action_shape]`` in ``[-1, 1]``."""
         return torch.tanh(self.head(self.trunk(obs)))
+
+    def deterministic(self, obs: Any) -> torch.Tensor:
+        """The action, as every actor's ``deterministic`` gives it (what evaluation and export act with)."""
+        return self(obs)

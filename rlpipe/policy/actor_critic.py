@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -39,6 +40,19 @@ def soft_update_(target: Sequence[torch.Tensor], online: Sequence[torch.Tensor],
     """``target <- (1 - theta) * target + theta * online``, in place, for every pair."""
     with torch.no_grad():
         torch._foreach_lerp_(list(target), list(online), theta)
+
+
+def gaussian_noise(like: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
+    """``N(0, sigma^2)`` noise shaped as ``like``, drawn from ``generator``."""
+    return sigma * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)
+
+
+def explore_with_noise(action: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
+    """``clip(action + N(0, sigma^2), -1, 1)`` (``action`` itself when ``sigma`` is 0): deterministic
+    actors' exploration."""
+    if sigma <= 0.0:
+        return action
+    return (action + gaussian_noise(action, sigma, generator)).clamp_(-1.0, 1.0)
 
 
 @contextmanager
@@ -80,8 +94,9 @@ class ActorCriticPolicy(PolicyFrame):
     The statistics are of float features, so normalised observations are float32 before the
     encoders see them.
 
-    A subclass builds its networks and optimizers, names each checkpointed one in
-    :attr:`checkpointed`, and defines the three ``_forward_*``.
+    A subclass builds its networks and optimizers (an ``actor`` with ``deterministic(obs)``, what
+    evaluation acts with), names each checkpointed one in :attr:`checkpointed`, and defines
+    ``_forward_learn`` and ``_forward_collect``.
     """
 
     acting: tuple[str, ...] = ("actor",)
@@ -94,6 +109,12 @@ class ActorCriticPolicy(PolicyFrame):
     def _make_rng(self, seed: int) -> RandomStreams:
         """``collect`` (exploration) and ``learn`` (the update's noise), torch generators on the device."""
         return RandomStreams(seed, epsilon=False, device=self._device)
+
+    @torch.inference_mode()
+    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
+        """The actor's deterministic action (``tanh(mean)`` of SAC's, ``mu(s)`` of TD3's, IQL's mean),
+        np.float32 ``[N, action_dim]``."""
+        return self.actor.deterministic(self._obs(obs)).cpu().numpy()
 
     def _obs(self, obs: ArrayLike) -> Observation:
         """Observations as the networks take them: on the device, normalised with ``obs_norm``."""

@@ -108,5 +108,6 @@ class C51Policy(DistributionalQPolicy):
         logits = self.model(b.obs)
         loss, cross_entropy = c51_loss(logits, b.action, target_probs, b.weight)
         q = self.q_values(logits.detach())
+        loss = self._conservative(loss, logits, b.action)
         self._gradient_step(loss)
         return self._learn_output(loss, q, cross_entropy)

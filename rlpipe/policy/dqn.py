@@ -102,5 +102,6 @@ class DQNPolicy(QLearningPolicy):
             q, q_next_online, q_next_target, b.action, b.reward, b.terminated, b.value_gamma, b.weight, self._double_q
         )
         priority = td_error.abs()
+        loss = self._conservative(loss, q, b.action)
         self._gradient_step(loss)
         return self._learn_output(loss, q, priority)

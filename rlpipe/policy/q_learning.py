@@ -28,13 +28,21 @@ from rlpipe.policy.optim import gradient_step, initial_learning_rate, make_adam
 from rlpipe.policy.streams import RandomStreams
 
 
+def discrete_cql_penalty(q: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    """Discrete CQL's penalty (Kumar et al., 2020): ``mean_b [logsumexp_a Q(s_b, a) - Q(s_b, a_b)]`` of the
+    action values ``q`` ``[B, A]`` and the data's actions ``[B]``: Q goes down on every action, most on
+    the ones it rates highest, and up on the data's."""
+    return (torch.logsumexp(q, dim=1) - q.gather(1, action.unsqueeze(1)).squeeze(1)).mean()
+
+
 class QLearningPolicy(PolicyFrame):
     """Online network ``model``, target network ``target_model`` and ``optimizer``, from ``cfg``.
 
     ``cfg`` is a ``PolicyConfig`` or any object with the same attributes; this frame reads
     ``learn.learning_rate``, ``learn.target_theta`` (Polyak steps every update when set),
-    ``learn.target_update_freq`` (else hard copies every that many updates) and ``learn.double_q``
-    (for the members' targets), besides what :class:`~rlpipe.policy.frame.PolicyFrame` reads.
+    ``learn.target_update_freq`` (else hard copies every that many updates), ``learn.double_q``
+    (for the members' targets) and ``learn.cql_alpha`` (absent: 0, no conservative penalty),
+    besides what :class:`~rlpipe.policy.frame.PolicyFrame` reads.
     ``model`` replaces the network :meth:`build_model` would build from ``cfg.model``: it
     receives observations on the policy's device in the dtype they came in (start it with
     :func:`~rlpipe.model.encoders.make_encoder` to have them converted). ``seed`` seeds exploration.
@@ -54,6 +62,7 @@ class QLearningPolicy(PolicyFrame):
         super().__init__(cfg, seed)
         learn = cfg.learn
         self._double_q = bool(learn.double_q)
+        self._cql_alpha = float(getattr(learn, "cql_alpha", 0.0))
         self._target_theta = None if learn.target_theta is None else float(learn.target_theta)
         self._target_update_freq = None if learn.target_update_freq is None else int(learn.target_update_freq)
 
@@ -91,6 +100,13 @@ class QLearningPolicy(PolicyFrame):
         return output
 
     # ---- learning: what a member's _forward_learn calls -------------------------------------
+    def _conservative(self, loss: torch.Tensor, output: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``loss`` plus, with ``learn.cql_alpha``, that weight times :func:`discrete_cql_penalty` of the
+        action values in the network's ``output`` at ``s`` (differentiable) and the batch's actions."""
+        if self._cql_alpha == 0.0:
+            return loss
+        return loss + self._cql_alpha * discrete_cql_penalty(self.q_values(output), action)
+
     def _gradient_step(self, loss: torch.Tensor) -> None:
         """Backpropagate ``loss`` and step Adam (clipping with ``learn.grad_clip``), count the update,
         then update the target network."""

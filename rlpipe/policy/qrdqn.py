@@ -87,5 +87,6 @@ class QRDQNPolicy(DistributionalQPolicy):
         theta = quantiles[torch.arange(quantiles.shape[0], device=quantiles.device), b.action]
         loss, per_sample = quantile_huber_loss(theta, target, self._kappa, b.weight)
         q = self.q_values(quantiles.detach())
+        loss = self._conservative(loss, quantiles, b.action)
         self._gradient_step(loss)
         return self._learn_output(loss, q, per_sample)

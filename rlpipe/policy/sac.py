@@ -46,7 +46,7 @@ from rlpipe.policy.actor_critic import (
     target_theta_of,
     training,
 )
-from rlpipe.policy.frame import Observation
+from rlpipe.policy.frame import Observation, TransitionBatch
 from rlpipe.policy.optim import gradient_step, initial_learning_rate, make_adam
 
 
@@ -131,7 +131,9 @@ class SACPolicy(ActorCriticPolicy):
 
         self.actor = SquashedGaussianActor(obs_shape, action_shape, hidden, self.batch_renorm, **encoder)
         self.actor.to(self._device)
-        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm, **encoder).to(self._device)
+        layer_norm = bool(getattr(cfg.model, "critic_layer_norm", False))
+        self.critic = EnsembleQ(obs_shape, action_shape, hidden, 2, self.batch_renorm, layer_norm=layer_norm,
+                                **encoder).to(self._device)
         self.log_alpha = torch.tensor(
             math.log(float(learn.alpha)), device=self._device, requires_grad=self._auto_alpha
         )
@@ -176,11 +178,18 @@ class SACPolicy(ActorCriticPolicy):
             td_target = sac_td_target(b.reward, b.terminated, b.value_gamma, target_q, next_log_pi, alpha)
         q = self.critic(b.obs, b.action)
         critic_loss, td_error = sac_critic_loss(q, td_target, b.weight)
+        penalties = self._critic_penalties(b, q)
+        for penalty in penalties.values():
+            critic_loss = critic_loss + penalty
         gradient_step(self.critic_optimizer, self._critic_params, critic_loss, self._grad_clip)
         actor_metrics = self._actor_step(b.obs, alpha)
         soft_update_(self._target_params, self._critic_params, self._target_theta)
         self._train_iter += 1
-        return self._learn_output(critic_loss, q, td_error, alpha, actor_metrics)
+        return self._learn_output(critic_loss, q, td_error, alpha, actor_metrics, penalties)
+
+    def _critic_penalties(self, b: TransitionBatch, q: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Terms added to the critics' loss, by metric name (none in SAC; CQL's conservative penalty)."""
+        return {}
 
     def _actor_step(self, obs: Observation, alpha: torch.Tensor) -> list[torch.Tensor]:
         """One step of the actor on ``alpha * log_pi - min_i Q_i`` (critics just updated, their
@@ -204,10 +213,14 @@ class SACPolicy(ActorCriticPolicy):
         td_error: torch.Tensor,
         alpha: torch.Tensor,
         actor_metrics: list[torch.Tensor],
+        penalties: Mapping[str, torch.Tensor] | None = None,
     ) -> dict[str, Any]:
         """The metrics of one update (the module docstring lists them); the actor's only when
-        ``actor_metrics`` (from :meth:`_actor_step`) is not empty."""
-        values = torch.stack([critic_loss.detach(), q.detach().mean(), alpha, *actor_metrics]).tolist()
+        ``actor_metrics`` (from :meth:`_actor_step`) is not empty; each of ``penalties`` (terms of the
+        critics' loss) under its name."""
+        penalties = penalties or {}
+        values = torch.stack([critic_loss.detach(), q.detach().mean(), alpha, *actor_metrics,
+                              *(p.detach() for p in penalties.values())]).tolist()
         out = {
             "total_loss": values[0] + (values[3] if actor_metrics else 0.0),
             "critic_loss": values[0],
@@ -221,6 +234,7 @@ class SACPolicy(ActorCriticPolicy):
             out["actor_loss"], out["entropy"] = values[3], values[4]
             if self._auto_alpha:
                 out["alpha_loss"] = values[5]
+        out.update(zip(penalties, values[len(values) - len(penalties):], strict=True))
         return out
 
     # ---- acting ------------------------------------------------------------------
@@ -232,11 +246,6 @@ class SACPolicy(ActorCriticPolicy):
         """
         action, _ = self.actor.sample(self._obs(obs), self._rng.collect)
         return action.cpu().numpy()
-
-    @torch.inference_mode()
-    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
-        """The deterministic action ``tanh(mean)``, np.float32 ``[N, action_dim]``."""
-        return self.actor.deterministic(self._obs(obs)).cpu().numpy()
 
     # ---- checkpointing -----------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -32,10 +32,13 @@ from rlpipe.policy.actor_critic import (
     ActorCriticPolicy,
     ArrayLike,
     check_model_cfg,
+    explore_with_noise,
     frozen,
+    gaussian_noise,
     soft_update_,
     target_theta_of,
 )
+from rlpipe.policy.frame import TransitionBatch
 from rlpipe.policy.optim import gradient_step, initial_learning_rate, make_adam
 
 
@@ -124,9 +127,6 @@ class DeterministicActorCritic(ActorCriticPolicy):
         return {"learning_rate_actor": self.actor_optimizer.param_groups,
                 "learning_rate_q": self.critic_optimizer.param_groups}
 
-    def _noise(self, like: torch.Tensor, sigma: float, generator: torch.Generator) -> torch.Tensor:
-        return sigma * torch.randn(like.shape, generator=generator, device=like.device, dtype=like.dtype)
-
     # ---- learning ----------------------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]:
         """One critic step; every ``actor_update_freq``-th call also an actor step and target updates."""
@@ -135,7 +135,7 @@ class DeterministicActorCritic(ActorCriticPolicy):
         with torch.no_grad():
             next_action = self.target_actor(b.next_obs)
             if self._noise_sigma > 0.0:
-                noise = self._noise(next_action, self._noise_sigma, self._rng.learn)
+                noise = gaussian_noise(next_action, self._noise_sigma, self._rng.learn)
                 next_action = td3_target_action(next_action, noise, self._noise_clip)
             target_q = self.target_critic(b.next_obs, next_action)
             td_target = td3_td_target(b.reward, b.terminated, b.value_gamma, target_q)
@@ -148,11 +148,12 @@ class DeterministicActorCritic(ActorCriticPolicy):
         update_actor = self._train_iter % self._actor_update_freq == 0
         if update_actor:
             with frozen(self.critic):
-                q_pi = self.critic(b.obs, self.actor(b.obs), members=1)[0]  # Q_1 only
-                actor_loss = td3_actor_loss(q_pi)
+                action_pi = self.actor(b.obs)
+                q_pi = self.critic(b.obs, action_pi, members=1)[0]  # Q_1 only
+                actor_loss, actor_terms = self._actor_loss(q_pi, action_pi, b)
                 gradient_step(self.actor_optimizer, self._actor_params, actor_loss, self._grad_clip)
             soft_update_(self._targets, self._onlines, self._target_theta)
-            metrics.append(actor_loss.detach())
+            metrics += [actor_loss.detach(), *actor_terms.values()]
 
         values = torch.stack(metrics).tolist()  # one device-to-host copy for all the floats
         out = {
@@ -165,7 +166,15 @@ class DeterministicActorCritic(ActorCriticPolicy):
         }
         if update_actor:
             out["actor_loss"] = values[2]
+            out.update(zip(actor_terms, values[3:], strict=True))
         return out
+
+    def _actor_loss(
+        self, q_pi: torch.Tensor, action_pi: torch.Tensor, b: TransitionBatch
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The actor's loss from ``Q_1(s, mu(s))`` ``[B]`` (TD3+BC also reads ``mu(s)`` and the batch's
+        actions), and the named terms of it to report (detached scalars)."""
+        return td3_actor_loss(q_pi), {}
 
     # ---- acting ------------------------------------------------------------------
     @torch.inference_mode()
@@ -174,15 +183,7 @@ class DeterministicActorCritic(ActorCriticPolicy):
 
         Extra keyword arguments (the pipeline's ``eps``) are accepted and ignored.
         """
-        action = self.actor(self._obs(obs))
-        if self._explore_sigma > 0.0:
-            action = (action + self._noise(action, self._explore_sigma, self._rng.collect)).clamp_(-1.0, 1.0)
-        return action.cpu().numpy()
-
-    @torch.inference_mode()
-    def _forward_eval(self, obs: ArrayLike) -> np.ndarray:
-        """The deterministic action ``mu(s)``, np.float32 ``[N, action_dim]``."""
-        return self.actor(self._obs(obs)).cpu().numpy()
+        return explore_with_noise(self.actor(self._obs(obs)), self._explore_sigma, self._rng.collect).cpu().numpy()
 
 
 class TD3Policy(DeterministicActorCritic):

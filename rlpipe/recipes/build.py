@@ -22,6 +22,7 @@ from rlpipe.config.algorithms import ALGORITHMS, ActionKind
 from rlpipe.config.encoders import is_import_path
 from rlpipe.data import DequeBuffer, FrameStore, PriorityExperienceReplay
 from rlpipe.data.buffer.middleware.frame_store import frame_store_nbytes
+from rlpipe.data.dataset import DatasetBuffer
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
 from rlpipe.envs.episode_stats import SUCCESS_KEYS
 from rlpipe.envs.families import family_of
@@ -37,6 +38,7 @@ from rlpipe.model.encoders import (
 )
 from rlpipe.policy import Policy
 from rlpipe.recipes.envs import make_env_factory, make_envs
+from rlpipe.recipes.offline import dataset_buffer, open_offline_dataset
 from rlpipe.reward_model import HerRewardModel, IcmRewardModel, IntrinsicRewardModel, RndRewardModel
 from rlpipe.utils.imports import import_object
 
@@ -354,10 +356,15 @@ class Parts:
     reward_model: IntrinsicRewardModel | None = None
     flushed_subnormals_before: bool = False
     """Whether the building thread computed subnormal floats as zero before :func:`prepare_torch`."""
+    dataset: DatasetBuffer | None = None
+    """The dataset of ``offline.dataset``; offline only, it is also :attr:`buffer` (no online buffer)."""
 
     @property
     def collector_env(self) -> VectorEnv:
         """The collector's vector environment (local backend only)."""
+        if self.local_collector_env is None and self.cfg.offline is not None and not self.cfg.offline.online:
+            raise ConfigError("an offline run (offline.dataset_share=1) has no collector; set offline.dataset_share "
+                              "below 1 to collect too")
         if self.local_collector_env is None:
             raise ConfigError(
                 f"config key 'distributed.backend' is '{self.cfg.distributed.backend}': the collectors' "
@@ -407,10 +414,19 @@ def _assemble(cfg: Config, flushed_before: bool) -> Parts:
             goals = probe_goals(cfg)
             cfg = resolve_eval_metric(cfg, goals)
         her_reward_model = make_her_reward_model(cfg, goals) if her else None
+        dataset = None
+        if cfg.offline is not None:
+            cfg, dataset = open_offline_dataset(cfg, evaluator_env.observation_space, evaluator_env.action_space)
         policy = make_policy(cfg)
         reward_model = make_reward_model(cfg)
-        return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model,
-                     flushed_before)
+        if dataset is None:
+            return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model,
+                         flushed_before)
+        online = make_buffer(cfg) if cfg.offline is not None and cfg.offline.online else None
+        data = dataset_buffer(cfg, dataset, online)
+        buffer = data if online is None else online  # offline only: the dataset is the buffer saved and resumed
+        return Parts(cfg, collector_env, evaluator_env, policy, buffer, her_reward_model, reward_model, flushed_before,
+                     data)
     except BaseException:
         if collector_env is not None:
             collector_env.close()

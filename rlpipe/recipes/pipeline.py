@@ -45,6 +45,28 @@ def check_insertion_points(middleware: Mapping[str, Sequence[Middleware]]) -> No
         raise ConfigError(f"unknown middleware insertion point '{unknown[0]}' (use {', '.join(INSERTION_POINTS)})")
 
 
+class from_train_iter:  # noqa: N801 - middleware are named like functions
+    """Run ``middleware`` once ``ctx.train_iter`` reaches ``start`` (offline-to-online: collection after the
+    dataset-only pretraining); before that, it is skipped."""
+
+    def __init__(self, start: int, middleware: Middleware) -> None:
+        self.start, self.middleware = start, middleware
+
+    def __call__(self, ctx: Any) -> Any:
+        if ctx.train_iter >= self.start:
+            return self.middleware(ctx)
+        return None
+
+
+class before_train_iter(from_train_iter):  # noqa: N801
+    """Run ``middleware`` only while ``ctx.train_iter`` is below ``start`` (the dataset-only pretraining)."""
+
+    def __call__(self, ctx: Any) -> Any:
+        if ctx.train_iter < self.start:
+            return self.middleware(ctx)
+        return None
+
+
 def use_collect_half(
     task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False, max_env_step: int | None = None
 ) -> Task:
@@ -86,6 +108,11 @@ def use_training_pipeline(
     ``flush``: at the end of the run, what the local collect half still holds goes to the
     buffer (:class:`~rlpipe.framework.middleware.flush_at_finish`), for a final save that holds
     every transition collected.
+
+    With ``offline`` in the config the learner samples ``parts.dataset``: alone (offline only: no
+    collect half, no pusher), or beside the online buffer in the seed's list form
+    ``[(dataset, dataset_share), (online, 1 - dataset_share)]``, after ``offline.pretrain_iter``
+    updates on the dataset alone during which nothing is collected.
     """
     cfg, policy, buffer = parts.cfg, parts.policy, parts.buffer
     extra = middleware or {}
@@ -95,21 +122,37 @@ def use_training_pipeline(
         for fn in extra.get(point, ()):
             task.use(fn)
 
+    offline = cfg.offline
+    collects = offline is None or offline.online
+    pretrain_iter = offline.pretrain_iter if offline is not None else 0
     insert("before_collect")
     first = len(task.middleware)
-    if collect is None:
+    if not collects:
+        pass  # offline only: the dataset is all the learner sees
+    elif collect is None:
         use_collect_half(task, cfg, policy, parts.collector_env, episodes=parts.her_reward_model is not None,
                          max_env_step=cfg.run.max_env_step)
     else:
         task.use(collect)
-    task.use(data_pusher(cfg, buffer))
+    if collects:
+        task.use(data_pusher(cfg, buffer))
     collect_half = task.middleware[first:]
+    if pretrain_iter:  # offline-to-online: nothing is collected until the dataset alone has trained the policy
+        task.middleware[first:] = [from_train_iter(pretrain_iter, mw) for mw in collect_half]
     insert("after_collect")
     insert("before_learn")
     if scheduled_learning_rates(cfg):
         task.use(lr_scheduler(cfg, policy))
     if parts.her_reward_model is not None:
         task.use(HERLearner(cfg, policy.learn_mode, buffer, parts.her_reward_model))
+    elif parts.dataset is not None and collects:
+        assert offline is not None
+        if pretrain_iter:
+            task.use(before_train_iter(pretrain_iter, OffPolicyLearner(cfg, policy.learn_mode, parts.dataset,
+                                                                       log_freq=cfg.run.log_freq)))
+        sources = [(parts.dataset, offline.dataset_share), (buffer, 1.0 - offline.dataset_share)]
+        learner = OffPolicyLearner(cfg, policy.learn_mode, sources, log_freq=cfg.run.log_freq)
+        task.use(from_train_iter(pretrain_iter, learner) if pretrain_iter else learner)
     else:
         task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer, parts.reward_model, log_freq=cfg.run.log_freq))
         if parts.reward_model is not None:
@@ -119,6 +162,6 @@ def use_training_pipeline(
     task.use(interaction_evaluator(cfg, policy.eval_mode, parts.evaluator_env, stop_on_solve=cfg.run.stop_on_solve))
     insert("after_evaluate")
     task.use(termination_checker(cfg.run.max_env_step, cfg.run.max_train_iter))
-    if flush and collect is None:
+    if flush and collect is None and collects:
         task.use(flush_at_finish(collect_half))
     return task

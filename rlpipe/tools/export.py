@@ -6,8 +6,9 @@ for a batch: it takes the observations ``predict`` takes as ``[N, *obs_shape]`` 
 images in their own integer dtype, e.g. MinAtar's ``uint8 [N, C, 10, 10]``) and returns the
 env's actions, ``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``, with C51's
 and QR-DQN's ``Q`` the mean of the return distribution, noisy layers at their means) and
-``float32 [N, action_dim]`` for the actor-critics (the deterministic action: ``tanh(mean)`` of
-SAC's and CrossQ's squashed Gaussian, ``mu(s)`` of TD3's and DDPG's actor), with the policy's
+``float32 [N, action_dim]`` for the actor-critics (the actor's deterministic action: ``tanh(mean)``
+of SAC's, CrossQ's and CQL's squashed Gaussian, ``mu(s)`` of TD3's, DDPG's, TD3+BC's and BC's
+actor, the mean of IQL's Gaussian), with the policy's
 observation normalisation (``model.obs_norm``) before the network and the env factory's action
 rescaling from ``[-1, 1]`` to the env's bounds after it.
 
@@ -30,11 +31,8 @@ from torch import nn
 
 from rlpipe.entry.agent import Agent, load
 from rlpipe.errors import MissingDependencyError, RlpipeError
-from rlpipe.model.continuous import DeterministicActor, SquashedGaussianActor
-from rlpipe.policy.actor_critic import OBS_NORM_CLIP
+from rlpipe.policy.actor_critic import OBS_NORM_CLIP, ActorCriticPolicy
 from rlpipe.policy.q_learning import QLearningPolicy
-from rlpipe.policy.sac import SACPolicy
-from rlpipe.policy.td3 import DeterministicActorCritic
 from rlpipe.utils.running_stats import RunningMeanStd
 
 FORMATS = ("onnx", "torchscript")
@@ -68,8 +66,8 @@ class DeterministicAction(nn.Module):
     gain: torch.Tensor
     bias: torch.Tensor
 
-    def __init__(self, actor: SquashedGaussianActor | DeterministicActor, obs_stats: RunningMeanStd | None,
-                 gain: np.ndarray, bias: np.ndarray) -> None:
+    def __init__(self, actor: nn.Module, obs_stats: RunningMeanStd | None, gain: np.ndarray,
+                 bias: np.ndarray) -> None:
         super().__init__()
         self.actor = actor
         self._obs_stats = obs_stats
@@ -79,8 +77,7 @@ class DeterministicAction(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self._obs_stats is not None:
             obs = self._obs_stats.normalize(obs, OBS_NORM_CLIP)  # the policy's own normalisation, as it acts
-        action = self.actor.deterministic(obs) if isinstance(self.actor, SquashedGaussianActor) else self.actor(obs)
-        return action * self.gain + self.bias
+        return self.actor.deterministic(obs) * self.gain + self.bias
 
 
 @dataclass(frozen=True)
@@ -126,7 +123,7 @@ def acting_network(agent: Agent) -> nn.Module:
             raise ExportError(f"env '{cfg.env.env_id}' converts discrete actions in Python "
                               f"({type(action_wrappers[0]).__name__}); export cannot")
         return GreedyAction(copy.deepcopy(policy.model).cpu(), policy.q_values)
-    if not isinstance(policy, (SACPolicy, DeterministicActorCritic)):
+    if not isinstance(policy, ActorCriticPolicy):
         raise ExportError(f"policy.type '{cfg.policy.type}' has no exporter")
     gain, bias = _affine_action_map(action_wrappers, policy.actor.action_shape)
     obs_state = policy.acting_state_dict().get("obs_stats")

@@ -209,6 +209,7 @@ def _settings(tasks: dict[str, list[RunResult]]) -> dict[str, Any]:
         "library": first.library, "algorithm": first.settings.get("algorithm"),
         "precision": first.settings.get("precision"), "flush_denormal": first.settings.get("flush_denormal"),
         "overrides": first.settings.get("overrides", []), "budget_env_steps": first.budget_env_steps,
+        "budget_counts": "updates" if first.counter == "train_iter" else "",
         "final_figure": evaluation, "resumed": sum(bool(run.settings.get("resumed")) for run in runs),
         "runs": len(runs), "code": sorted({run.source for run in runs}),
     }
@@ -265,7 +266,8 @@ def _markdown(report: Report) -> list[str]:
     lines += _table(["group", "library", "algorithm", "final figure", "precision", "flush_denormal", "budget",
                      "resumed", "overrides", "code"], [
         [group, s["library"], str(s["algorithm"]), s["final_figure"], str(s["precision"]), str(s["flush_denormal"]),
-         _number(s["budget_env_steps"]) if s["budget_env_steps"] else "", f"{s['resumed']}/{s['runs']}",
+         f"{_number(s['budget_env_steps'])} {s['budget_counts']}".strip() if s["budget_env_steps"] else "",
+         f"{s['resumed']}/{s['runs']}",
          " ".join(f"`{o}`" for o in s["overrides"]), ", ".join(s["code"])] for group, s in report.settings.items()])
     return [*lines, "", INTERVAL_NOTE]
 
@@ -292,7 +294,9 @@ def plot_curves(report: Report, out: Path) -> Path:
             (line,) = ax.plot(grid, centre, label=f"{group} ({len(runs)} run{'s' if len(runs) > 1 else ''})")
             ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.25, linewidth=0)
         ax.set_title(task)
-        ax.set_xlabel("env steps")
+        counters = {run.counter for runs in (tasks.get(task) for tasks in report.groups.values()) if runs
+                    for run in runs}
+        ax.set_xlabel("updates" if counters == {"train_iter"} else "env steps")
         metric = next(runs[0].metric for runs in (tasks.get(task) for tasks in report.groups.values()) if runs)
         ax.set_ylabel("success rate" if metric == "success_rate" else "mean evaluation return")
         ax.grid(alpha=0.3)

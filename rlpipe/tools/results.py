@@ -54,6 +54,9 @@ class RunResult:
     metric: str = "return"
     budget_env_steps: int | None = None
     threshold: float | None = None
+    counter: str = "env_step"
+    """What ``env_step`` and ``budget_env_steps`` count: env steps, or updates (``train_iter``) for a run
+    that learns from a dataset alone."""
     """The figure the run counted as solving its task (rlpipe: ``env.stop_value``), if any."""
     library: str = "rlpipe"
     settings: dict[str, Any] = field(default_factory=dict)
@@ -156,14 +159,15 @@ def collect_results(paths: Sequence[Path]) -> list[RunResult]:
     return results
 
 
-def evaluation_curve(records: Iterable[dict[str, Any]], key: str) -> tuple[list[int], list[float], list[float | None]]:
-    """``(env steps, figures, wall times)`` of the evaluation records holding ``key``, with env steps
-    increasing: a resumed run goes back to its checkpoint and logs the evaluations after it again,
-    and its later records stand."""
+def evaluation_curve(records: Iterable[dict[str, Any]], key: str,
+                     counter: str = "env_step") -> tuple[list[int], list[float], list[float | None]]:
+    """``(steps, figures, wall times)`` of the evaluation records holding ``key``, with steps (the
+    records' ``counter``: env steps, or updates) increasing: a resumed run goes back to its
+    checkpoint and logs the evaluations after it again, and its later records stand."""
     latest: dict[int, tuple[float, float | None]] = {}
     for record in records:
         if record.get("kind") == "eval" and key in record:
-            step = int(record["env_step"])
+            step = int(record[counter])
             for later in [s for s in latest if s > step]:  # what the resumed run did again
                 del latest[later]
             latest[step] = (float(record[key]), record.get("wall_time_s"))
@@ -189,10 +193,12 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
     except ValueError as err:
         raise ResultError(f"{run_dir / 'metrics.jsonl'} is damaged ({first_line(err)})") from None
     key = "success_rate" if metric == "success_rate" else "return_mean"
-    steps, values, times = evaluation_curve(records, key)
+    policy, run, env = cfg.get("policy", {}), cfg.get("run", {}), cfg.get("env", {})
+    offline = cfg.get("offline") or {}
+    counter = "train_iter" if offline and offline.get("dataset_share", 1.0) >= 1.0 else "env_step"
+    steps, values, times = evaluation_curve(records, key, counter)
     if not steps:
         raise ResultError(f"{run_dir} has no evaluation in its metrics.jsonl")
-    policy, run, env = cfg.get("policy", {}), cfg.get("run", {}), cfg.get("env", {})
     stop_value = env.get("stop_value")
     settings = {
         "algorithm": policy.get("type"),
@@ -200,6 +206,7 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
         "flush_denormal": run.get("flush_denormal"),
         "overrides": list(overrides),
         "resumed": resumed,
+        **({"dataset": offline["dataset"], "dataset_share": offline.get("dataset_share", 1.0)} if offline else {}),
     }
     return RunResult(
         group=group or str(cfg.get("exp_name", run_dir.name)), task=str(env.get("env_id")),
@@ -207,7 +214,8 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
         env_step=steps, value=values, wall_time_s=times, eval_episodes=env.get("n_evaluator_episode"),
         final_eval=None if final_eval is None else float(final_eval[key]),
         final_eval_episodes=None if final_eval is None else int(final_eval["episodes"]),
-        metric=metric, budget_env_steps=run.get("max_env_step"),
+        metric=metric, budget_env_steps=run.get("max_train_iter" if counter == "train_iter" else "max_env_step"),
+        counter=counter,
         threshold=float(stop_value) if stop_value is not None and math.isfinite(stop_value) else None,
         settings=settings, source=code_version(),
     )

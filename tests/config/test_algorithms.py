@@ -48,7 +48,7 @@ def section_keys() -> set[str]:
 
 def test_every_policy_type_has_a_row_and_nothing_else_does():
     assert get_args(PolicyConfig.model_fields["type"].annotation) == tuple(ALGORITHMS)
-    assert set(ALGORITHMS) == {"dqn", "c51", "qrdqn", "sac", "td3", "ddpg", "crossq"}
+    assert set(ALGORITHMS) == {"dqn", "c51", "qrdqn", "sac", "td3", "ddpg", "crossq", "td3_bc", "iql", "cql", "bc"}
     assert all(name == row.name for name, row in ALGORITHMS.items())
 
 
@@ -95,7 +95,7 @@ def test_the_config_layer_imports_no_policy():
      "config key 'policy.learn.target_update_freq' is not read by policy.type 'sac': use policy.learn.target_theta"),
     ("pendulum-td3", "policy.learn.learning_rate_alpha=1e-3",
      "config key 'policy.learn.learning_rate_alpha' is not read by policy.type 'td3': remove it (it is read by "
-     "sac, crossq)"),
+     "sac, cql, crossq)"),
     ("cartpole-dqn", "policy.learn.learning_rate_q=1e-2",
      "config key 'policy.learn.learning_rate_q' is not read by policy.type 'dqn': use policy.learn.learning_rate"),
     ("cartpole-dqn", "policy.collect.noise_sigma=0.3",

@@ -21,7 +21,7 @@ def test_predict_takes_the_envs_frame_stacks_and_scales_them_as_training_does(tm
     run_dir = tmp_path / "pong"
     assert main(["train", "pong-dqn", *TINY_PONG, "--run-dir", str(run_dir)]) == 0
     agent = rlpipe.load(run_dir)
-    env = make_atari_env("ALE/Pong-v5", train=False)
+    env = make_atari_env("ALE/Pong-v5")
     frames = [env.reset(seed=0)[0]]
     for _ in range(7):
         frames.append(env.step(env.action_space.sample())[0])

@@ -14,6 +14,10 @@ from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import OffPolicyLearner
 from rlpipe.framework.middleware.functional import TrainingDivergedError
 from rlpipe.policy import C51Policy, CrossQPolicy, DDPGPolicy, DQNPolicy, QRDQNPolicy, SACPolicy, TD3Policy
+from rlpipe.policy.bc import BCPolicy
+from rlpipe.policy.cql import CQLPolicy
+from rlpipe.policy.iql import IQLPolicy
+from rlpipe.policy.td3_bc import TD3BCPolicy
 from rlpipe.recipes import build
 from rlpipe.recipes.build import build_parts, check_buffer_fits, make_policy, policy_class
 from rlpipe.recipes.pipeline import use_collect_half
@@ -24,7 +28,8 @@ SMALL = ["env.collector_env_num=2", "env.evaluator_env_num=1", "policy.collect.n
 
 def test_each_row_names_its_policy_class():
     expected = {"dqn": DQNPolicy, "c51": C51Policy, "qrdqn": QRDQNPolicy, "sac": SACPolicy, "td3": TD3Policy,
-                "ddpg": DDPGPolicy, "crossq": CrossQPolicy}
+                "ddpg": DDPGPolicy, "crossq": CrossQPolicy, "td3_bc": TD3BCPolicy, "iql": IQLPolicy, "cql": CQLPolicy,
+                "bc": BCPolicy}
     assert {name: policy_class(name) for name in ALGORITHMS} == expected
 
 

@@ -40,13 +40,22 @@ def test_the_backend_key_lists_every_vector_backend():
     assert set(get_args(EnvConfig.model_fields["backend"].annotation)) == set(VECTOR_BACKENDS)
 
 
+def vector_wrapper_names(env) -> list[str]:
+    """The vector wrappers around a vector env's backend, outermost first."""
+    names = []
+    while type(env).__module__ == "rlpipe.envs.vector_wrappers":
+        names.append(type(env).__name__)
+        env = env.env
+    return names
+
+
 def test_ale_ids_are_train_envs_for_the_collector_and_whole_games_for_evaluation():
     cfg = load_config("pong-dqn", ONE_ENV)
-    train, evaluate = make_env_factory(cfg, train=True)(), make_env_factory(cfg)()
+    train, evaluate = make_vector_env(cfg, 1, 0, train=True), make_vector_env(cfg, 1, 0)
     try:
         assert train.observation_space.shape == (4, 84, 84) and train.observation_space.dtype == np.uint8
-        assert "ClipReward" in str(train) and "EpisodicLife" in str(train)
-        assert "ClipReward" not in str(evaluate) and "EpisodicLife" not in str(evaluate)
+        assert {"ClipRewards", "LifeLossEpisodes"} <= set(vector_wrapper_names(train))
+        assert not {"ClipRewards", "LifeLossEpisodes"} & set(vector_wrapper_names(evaluate))
     finally:
         train.close()
         evaluate.close()
@@ -87,7 +96,7 @@ def test_ale_vector_backend_is_an_ale_vector_env():
     cfg = load_config("pong-dqn", [*ONE_ENV, "env.backend=ale_vector"])
     env = make_vector_env(cfg, 2, 0, train=True)
     try:
-        assert isinstance(env, AleVectorEnv) and env.observation_space.shape == (4, 84, 84)
+        assert isinstance(env.unwrapped, AleVectorEnv) and env.observation_space.shape == (4, 84, 84)
     finally:
         env.close()
 

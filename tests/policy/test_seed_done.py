@@ -15,7 +15,8 @@ from rlpipe.utils import batch as batch_helpers
 
 CARTPOLE = ["policy.model.obs_shape=4", "policy.model.action_shape=2", "policy.nstep=1"]
 PRESETS = {"dqn": "cartpole-dqn", "c51": "cartpole-c51", "qrdqn": "cartpole-qrdqn", "sac": "pendulum-sac",
-           "td3": "pendulum-td3", "ddpg": "pendulum-ddpg", "crossq": "pendulum-crossq"}
+           "td3": "pendulum-td3", "ddpg": "pendulum-ddpg", "crossq": "pendulum-crossq", "td3_bc": "hopper-medium-td3bc",
+           "iql": "hopper-medium-iql", "cql": "hopper-medium-cql", "bc": "hopper-medium-bc"}
 
 
 def seed_batch(kind: ActionKind, size: int = 16) -> dict[str, torch.Tensor]:

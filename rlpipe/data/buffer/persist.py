@@ -143,6 +143,11 @@ def save_buffer(buffer: SavableBuffer, file_name: str) -> None:
                 json_state[key] = value
         header["middleware"].append({"position": i, "type": type(mw).__name__, "state": json_state})
     arrays["__header__"] = np.array(json.dumps(header))
+    write_npz(file_name, arrays)
+
+
+def write_npz(file_name: str, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` as an ``.npz`` file atomically (a temp file beside it, then a rename)."""
     directory = os.path.dirname(os.path.abspath(file_name))
     fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
     try:

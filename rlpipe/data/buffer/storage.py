@@ -139,6 +139,15 @@ class RingStorage:
         valid = self.ordered_slots()
         return valid[choose(rng, len(valid), size, replace)]
 
+    def adopt(self, data: dict[str, np.ndarray], meta: dict[str, np.ndarray]) -> None:
+        """Hold ``data`` and ``meta`` columns of ``capacity`` rows each as items 0..capacity-1, without
+        copying them (:meth:`Table.adopt`): a full ring that nothing has been pushed to."""
+        self.data.adopt(data)
+        self.meta.adopt(meta)
+        self.ids = np.arange(self.capacity, dtype=np.int64)
+        self.base, self.next_id, self.count = 0, self.capacity, self.capacity
+        self.version += 1
+
     # ---- removal -------------------------------------------------------------------
     def remove(self, slots: np.ndarray) -> None:
         """Forget the items at ``slots`` (all must be valid)."""

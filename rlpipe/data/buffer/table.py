@@ -443,6 +443,16 @@ class Table:
         self.present.clear()
         self.written = False
 
+    def adopt(self, columns: Mapping[str, np.ndarray]) -> None:
+        """Make ``columns`` (one row per slot, every slot filled) this table's columns, without copying
+        them: a dataset's memory maps become a buffer's storage. Typed columns only; nothing is packed."""
+        self.clear()
+        self.records, self.in_records, self._record_views = None, set(), {}
+        self.columns = dict(columns)
+        self.specs = {key: (col.dtype, col.shape[1:]) for key, col in self.columns.items()}
+        self.torch_fields = set()
+        self.written = True
+
     def restore(
         self,
         fields: Mapping[str, tuple[np.ndarray, np.ndarray, bool]],

@@ -23,7 +23,7 @@ def test_pong_stacks_rebuilt_byte_for_byte(layout: str, nstep: int) -> None:
     buf.use(store)
     pushed = Pushed()
     ends = 0
-    for rows in vector_rows(2, 400, nstep=nstep, make_env=lambda: make_atari_env("ALE/Pong-v5", train=True)):
+    for rows in vector_rows(2, 400, nstep=nstep, make_env=lambda: make_atari_env("ALE/Pong-v5")):
         pushed.push(buf, rows)
         ends += int(np.count_nonzero(rows["terminated"] | rows["truncated"]))
     assert pushed.check_all(buf).shape == (buf.count(),) and buf.count() >= 790

@@ -92,22 +92,28 @@ def online_logger(
     return _log
 
 
-def evaluation_line(ctx: OnlineRLContext, max_env_step: int) -> str:
-    """One line for an evaluation that just happened: where the run is and what it scored."""
+COUNTERS = {"env_step": "env step", "train_iter": "update"}
+"""What a progress bar counts (a context counter) and its name: env steps, or updates for an offline run."""
+
+
+def evaluation_line(ctx: OnlineRLContext, total: int, counter: str = "env_step") -> str:
+    """One line for an evaluation that just happened: where the run is (``counter`` of ``total``) and what
+    it scored."""
     output = ctx.eval_output
     success = (f" | success rate {float(np.mean(output['episode_success'])):.3g}"
                if "episode_success" in output else "")
-    return (f"eval at env step {ctx.env_step}/{max_env_step} | iter {ctx.train_iter} "
-            f"| mean return {float(np.mean(output['episode_return'])):.4g}{success}")
+    where = f"env step {ctx.env_step}/{total} | iter {ctx.train_iter}" if counter == "env_step" else \
+        f"update {ctx.train_iter}/{total}"
+    return f"eval at {where} | mean return {float(np.mean(output['episode_return'])):.4g}{success}"
 
 
 @contextmanager
 def progress_bar(
-    max_env_step: int, enabled: bool = True, console: Console | None = None
+    total: int, enabled: bool = True, console: Console | None = None, counter: str = "env_step",
 ) -> Iterator[Callable[[OnlineRLContext], None]]:
-    """A middleware showing env steps against ``max_env_step``, the last eval figure, the training
-    episodes' mean return (and success rate), epsilon or SAC's temperature, the loss and the
-    train iteration.
+    """A middleware showing ``counter`` (:data:`COUNTERS`: env steps, or updates for an offline run)
+    against ``total``, the last eval figure, the training episodes' mean return (and success rate),
+    epsilon or SAC's temperature, the loss and the train iteration.
 
     When stdout is not a terminal (nohup, CI, a pipe) a bar cannot be redrawn: it prints one
     :func:`evaluation_line` per evaluation instead, as it happens. ``console``: where to draw
@@ -116,15 +122,15 @@ def progress_bar(
     console = console or Console()
     live = enabled and console.is_terminal
     progress = Progress(
-        TextColumn("[bold]env steps"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn(f"[bold]{COUNTERS[counter]}s"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[status]}"), disable=not live, transient=False, console=console,
     )
-    bar = progress.add_task("train", total=max_env_step, status="")
+    bar = progress.add_task("train", total=total, status="")
 
     def _show(ctx: OnlineRLContext) -> None:
         if not live:
             if enabled and ctx.eval_value is not None:
-                console.print(evaluation_line(ctx, max_env_step), markup=False, highlight=False, soft_wrap=True)
+                console.print(evaluation_line(ctx, total, counter), markup=False, highlight=False, soft_wrap=True)
             return
         last = ctx.train_output[-1] if ctx.train_output else {}
         episodes = ctx.collect_episode_stats or {}
@@ -139,7 +145,7 @@ def progress_bar(
             parts.append(f"alpha {last['alpha']:.3g}")
         parts += [f"loss {last.get('total_loss', float('nan')):.4g}", f"iter {ctx.train_iter}"]
         status = " | ".join(parts)
-        progress.update(bar, completed=min(ctx.env_step, max_env_step), status=status)
+        progress.update(bar, completed=min(getattr(ctx, counter), total), status=status)
 
     with progress:
         yield _show
