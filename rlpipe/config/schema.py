@@ -609,12 +609,17 @@ class Config(_Strict):
     @property
     def env_steps_per_collect(self) -> int | None:
         """Env steps one step collection takes: ``policy.collect.n_sample`` rounded up to whole
-        vector steps of ``env.collector_env_num`` (None for episode collection)."""
+        vector steps of ``env.collector_env_num`` (None for episode collection, and offline only)."""
         n_sample = self.policy.collect.n_sample
-        if n_sample is None or self.policy.other.her is not None:
+        if n_sample is None or self.policy.other.her is not None or self.offline_only:
             return None
         num_envs = self.env.collector_env_num
         return -(-n_sample // num_envs) * num_envs
+
+    @property
+    def offline_only(self) -> bool:
+        """Whether the run learns from a dataset alone (``offline`` with ``dataset_share`` 1: no env steps)."""
+        return self.offline is not None and not self.offline.online
 
     @property
     def updates_per_env_step(self) -> float | None:
@@ -633,6 +638,9 @@ class Config(_Strict):
         learn = self.policy.learn
         if learn.replay_ratio is None:
             return self
+        if self.offline_only:
+            raise ValueError("config key 'policy.learn.replay_ratio': an offline run takes no env steps; set it to "
+                             "null and give policy.learn.update_per_collect (updates per iteration)")
         steps = self.env_steps_per_collect
         if steps is None:
             raise ValueError("policy.learn.replay_ratio needs step collection (policy.collect.n_sample, no HER)")

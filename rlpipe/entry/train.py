@@ -20,9 +20,9 @@ from rlpipe.envs.vector import worker_report_log
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework import OnlineRLContext, Task
 from rlpipe.framework.middleware import (
-    CKPT_SUFFIX,
     CkptSaver,
     SaveSettings,
+    has_resume_point,
     latest_checkpoint,
     online_logger,
     progress_bar,
@@ -48,10 +48,6 @@ RUN_FILES = ("config.yaml", "metrics.jsonl", "summary.json", RUN_RECORD)
 """What a run writes before its first checkpoint (besides ``tb/``)."""
 
 
-def has_checkpoints(run_dir: Path) -> bool:
-    return any((run_dir / "ckpt").glob(f"*{CKPT_SUFFIX}"))
-
-
 def prepare_run_dir(run_dir: Path, overwrite: bool = False, overwrite_empty: bool = False) -> Path:
     """Create ``run_dir``; refuse one that already holds a run, so nothing saved is lost.
 
@@ -64,13 +60,14 @@ def prepare_run_dir(run_dir: Path, overwrite: bool = False, overwrite_empty: boo
         elif not overwrite_empty:
             raise RunDirError(f"run directory {run_dir} already holds a run: pass overwrite=True (--overwrite) to "
                               "start again there, resume=True (rlpipe resume) to continue it, or another run_dir")
-        elif has_checkpoints(run_dir):
+        elif has_resume_point(run_dir):
             raise RunDirError(f"run directory {run_dir} holds checkpoints: resume it (rlpipe resume {run_dir}) "
                               "instead of starting it again")
         else:
             for name in RUN_FILES:
                 (run_dir / name).unlink(missing_ok=True)
             shutil.rmtree(run_dir / "tb", ignore_errors=True)
+            shutil.rmtree(run_dir / "ckpt", ignore_errors=True)  # at most the stopped run's best policy
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
@@ -101,7 +98,7 @@ class ResumePoint:
         if not (run_dir / "config.yaml").is_file():
             raise RunDirError(f"{run_dir} is not a run directory (no config.yaml): nothing to resume")
         remove_stray_temp_files(run_dir)
-        if not has_checkpoints(run_dir):
+        if not has_resume_point(run_dir):
             again = f"rlpipe train {run_dir / 'config.yaml'} --run-dir {run_dir} --overwrite-empty"
             raise RunDirError(f"{run_dir} was stopped before its first checkpoint: nothing to resume; start it "
                               f"again with `{again}`")
@@ -160,7 +157,7 @@ def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:
 def describe_run(cfg: Config, run_dir: Path) -> str:
     """One line saying what trains where, on which device, and how often it learns (the replay ratio)."""
     policy, ratio, offline = cfg.policy, cfg.updates_per_env_step, cfg.offline
-    if offline is not None and not offline.online:
+    if cfg.offline_only and offline is not None:
         updates = f"offline, {policy.learn.update_per_collect} gradient updates per iteration from {offline.dataset}"
     elif ratio is None:
         episodes = policy.collect.n_episode
@@ -261,8 +258,9 @@ def _run_pipeline(
     if ctx.env_step > 0 and parts.local_collector_env is not None:  # remote collectors reseed themselves
         parts.local_collector_env.reset(seed=cfg.seed + ctx.env_step)  # fresh episodes, not a replay of the first ones
     task = Task()
-    offline_only = cfg.offline is not None and not cfg.offline.online and cfg.run.max_train_iter is not None
-    total, counter = (cfg.run.max_train_iter, "train_iter") if offline_only else (cfg.run.max_env_step, "env_step")
+    total, counter = cfg.run.max_env_step, "env_step"
+    if cfg.offline_only and cfg.run.max_train_iter is not None:  # the config requires the cap offline
+        total, counter = cfg.run.max_train_iter, "train_iter"
     with task.start(ctx=ctx), progress_bar(total, cfg.run.progress, counter=counter) as show:
         task.use(stop)
         use_training_pipeline(task, parts, middleware, collect, flush=True)  # the final save holds every transition

@@ -1,5 +1,6 @@
 """Neural networks used by the policies, each starting with an encoder chosen from the observation space."""
 from rlpipe.model.continuous import (
+    Actor,
     DeterministicActor,
     EnsembleLinear,
     EnsembleQ,
@@ -14,6 +15,7 @@ from rlpipe.model.q_network import DQN
 
 __all__ = [
     "DQN",
+    "Actor",
     "DeterministicActor",
     "DistributionalQ",
     "EncoderConfig",

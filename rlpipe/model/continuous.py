@@ -167,7 +167,18 @@ class StateValue(nn.Module):
         return self.head(self.trunk(obs)).squeeze(-1)
 
 
-class GaussianActor(nn.Module):
+class Actor(nn.Module):
+    """What every continuous policy network offers the policy, evaluation and export:
+    ``action_shape`` and ``deterministic(obs)``, the action it takes without exploring,
+    ``[B, action_shape]`` in ``[-1, 1]``."""
+
+    action_shape: int
+
+    def deterministic(self, obs: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class GaussianActor(Actor):
     """IQL's policy: ``N(tanh(MLP(s)), exp(log_std)^2)`` per action dimension, ``log_std`` a learned
     vector that does not depend on the state (clamped to ``[LOG_STD_MIN, LOG_STD_MAX]``); its
     deterministic action is the mean, its samples are clipped to ``[-1, 1]``."""
@@ -209,7 +220,7 @@ class GaussianActor(nn.Module):
         return (mean + log_std.exp() * noise).clamp(-1.0, 1.0)
 
 
-class SquashedGaussianActor(nn.Module):
+class SquashedGaussianActor(Actor):
     """SAC's policy: ``a = tanh(u)``, ``u ~ N(mean(s), exp(log_std(s))^2)``, per action dimension.
 
     ``log_std`` is clamped to ``[LOG_STD_MIN, LOG_STD_MAX]`` so that ``std`` neither vanishes
@@ -268,7 +279,7 @@ def squashed_gaussian_log_prob(u: torch.Tensor, eps: torch.Tensor, log_std: torc
     return (log_gauss - log_det).sum(dim=-1)
 
 
-class DeterministicActor(nn.Module):
+class DeterministicActor(Actor):
     """TD3's and DDPG's policy: ``a = tanh(MLP(s))`` ``[B, action_shape]``."""
 
     def __init__(

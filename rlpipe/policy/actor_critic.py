@@ -12,6 +12,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlpipe.model.continuous import Actor
 from rlpipe.policy.frame import ArrayLike, Observation, PolicyFrame, TransitionBatch, model_shapes
 from rlpipe.policy.streams import RandomStreams
 from rlpipe.utils.running_stats import RunningMeanStd
@@ -94,12 +95,13 @@ class ActorCriticPolicy(PolicyFrame):
     The statistics are of float features, so normalised observations are float32 before the
     encoders see them.
 
-    A subclass builds its networks and optimizers (an ``actor`` with ``deterministic(obs)``, what
-    evaluation acts with), names each checkpointed one in :attr:`checkpointed`, and defines
+    A subclass builds its networks and optimizers (an :class:`~rlpipe.model.continuous.Actor`, whose
+    ``deterministic(obs)`` evaluation acts with), names each checkpointed one in :attr:`checkpointed`, and defines
     ``_forward_learn`` and ``_forward_collect``.
     """
 
     acting: tuple[str, ...] = ("actor",)
+    actor: Actor
 
     def __init__(self, cfg: Any, seed: int) -> None:
         super().__init__(cfg, seed)

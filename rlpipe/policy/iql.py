@@ -55,6 +55,7 @@ class IQLPolicy(ActorCriticPolicy):
 
     checkpointed = ("actor", "critic", "target_critic", "value", "actor_optimizer", "critic_optimizer",
                     "value_optimizer")
+    actor: GaussianActor
 
     def __init__(self, cfg: Any, seed: int = 0) -> None:
         super().__init__(cfg, seed)

@@ -119,6 +119,7 @@ class SACPolicy(ActorCriticPolicy):
     """
 
     checkpointed: tuple[str, ...] = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
+    actor: SquashedGaussianActor
     batch_renorm = False
     """Whether the actor and the critics batch-renormalise their layers (CrossQ)."""
 

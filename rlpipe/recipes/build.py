@@ -362,7 +362,7 @@ class Parts:
     @property
     def collector_env(self) -> VectorEnv:
         """The collector's vector environment (local backend only)."""
-        if self.local_collector_env is None and self.cfg.offline is not None and not self.cfg.offline.online:
+        if self.local_collector_env is None and self.cfg.offline_only:
             raise ConfigError("an offline run (offline.dataset_share=1) has no collector; set offline.dataset_share "
                               "below 1 to collect too")
         if self.local_collector_env is None:

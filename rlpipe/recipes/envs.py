@@ -96,8 +96,7 @@ def make_envs(cfg: Config) -> tuple[VectorEnv | None, VectorEnv]:
     """The collector's and the evaluator's vector environments. No collector's with a remote
     backend (``distributed.backend``), whose collector actors make their own, nor offline only
     (``offline.dataset_share=1``)."""
-    collects = cfg.offline is None or cfg.offline.online
-    local = cfg.distributed.backend == "local" and collects
+    local = cfg.distributed.backend == "local" and not cfg.offline_only
     collector = make_vector_env(cfg, cfg.env.collector_env_num, cfg.seed, train=True) if local else None
     try:
         evaluator = make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + EVAL_SEED_OFFSET)

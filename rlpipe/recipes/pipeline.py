@@ -123,22 +123,24 @@ def use_training_pipeline(
             task.use(fn)
 
     offline = cfg.offline
-    collects = offline is None or offline.online
+    collects = not cfg.offline_only
     pretrain_iter = offline.pretrain_iter if offline is not None else 0
     insert("before_collect")
-    first = len(task.middleware)
-    if not collects:
-        pass  # offline only: the dataset is all the learner sees
-    elif collect is None:
-        use_collect_half(task, cfg, policy, parts.collector_env, episodes=parts.her_reward_model is not None,
-                         max_env_step=cfg.run.max_env_step)
-    else:
-        task.use(collect)
-    if collects:
-        task.use(data_pusher(cfg, buffer))
-    collect_half = task.middleware[first:]
-    if pretrain_iter:  # offline-to-online: nothing is collected until the dataset alone has trained the policy
-        task.middleware[first:] = [from_train_iter(pretrain_iter, mw) for mw in collect_half]
+    # offline-to-online with pretraining: the collect half is built apart, then added behind a gate that
+    # holds it until the dataset alone has trained the policy
+    collecting = Task() if pretrain_iter else task
+    first = len(collecting.middleware)
+    if collects:  # offline only: the dataset is all the learner sees
+        if collect is None:
+            use_collect_half(collecting, cfg, policy, parts.collector_env,
+                             episodes=parts.her_reward_model is not None, max_env_step=cfg.run.max_env_step)
+        else:
+            collecting.use(collect)
+        collecting.use(data_pusher(cfg, buffer))
+    collect_half = collecting.middleware[first:]
+    if pretrain_iter:
+        for mw in collect_half:
+            task.use(from_train_iter(pretrain_iter, mw))
     insert("after_collect")
     insert("before_learn")
     if scheduled_learning_rates(cfg):

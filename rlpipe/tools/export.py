@@ -31,6 +31,7 @@ from torch import nn
 
 from rlpipe.entry.agent import Agent, load
 from rlpipe.errors import MissingDependencyError, RlpipeError
+from rlpipe.model.continuous import Actor
 from rlpipe.policy.actor_critic import OBS_NORM_CLIP, ActorCriticPolicy
 from rlpipe.policy.q_learning import QLearningPolicy
 from rlpipe.utils.running_stats import RunningMeanStd
@@ -66,7 +67,7 @@ class DeterministicAction(nn.Module):
     gain: torch.Tensor
     bias: torch.Tensor
 
-    def __init__(self, actor: nn.Module, obs_stats: RunningMeanStd | None, gain: np.ndarray,
+    def __init__(self, actor: Actor, obs_stats: RunningMeanStd | None, gain: np.ndarray,
                  bias: np.ndarray) -> None:
         super().__init__()
         self.actor = actor

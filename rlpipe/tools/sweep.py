@@ -37,6 +37,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rlpipe.config import load_config
 from rlpipe.entry.stop import graceful_stop
 from rlpipe.errors import RlpipeError
+from rlpipe.framework.middleware import has_resume_point
 from rlpipe.tools.results import RESULTS_FILE, RunResult, read_results, result_of_run, write_results
 
 MANIFEST = "sweep.json"
@@ -73,9 +74,16 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
+def preset_label(preset: str) -> str:
+    """What names a preset's runs and group: the preset's name, or a config file's name without
+    ``.yaml`` (its runs then sit in the sweep's directory, not beside the file)."""
+    path = Path(preset)
+    return path.stem if path.suffix in (".yaml", ".yml") else path.name
+
+
 @dataclass(frozen=True)
 class SweepRun:
-    """One run of a sweep: a preset under a seed, in ``OUT/<preset>-seed<S>``."""
+    """One run of a sweep: a preset under a seed, in ``OUT/<label>-seed<S>`` (:func:`preset_label`)."""
 
     preset: str
     seed: int
@@ -86,7 +94,7 @@ class SweepRun:
 
     @property
     def name(self) -> str:
-        return f"{self.preset}-seed{self.seed}"
+        return f"{preset_label(self.preset)}-seed{self.seed}"
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ class Sweep:
 
     def runs(self) -> list[SweepRun]:
         suffix = f":{self.label}" if self.label else ""
-        return [SweepRun(preset, seed, f"{preset}{suffix}", self.overrides, self.final_episodes)
+        return [SweepRun(preset, seed, f"{preset_label(preset)}{suffix}", self.overrides, self.final_episodes)
                 for preset in self.presets for seed in self.seeds]
 
     def check(self) -> None:
@@ -115,6 +123,11 @@ class Sweep:
         for key in ("seed", "exp_name"):
             if any(text.partition("=")[0].strip() == key for text in self.overrides):
                 raise SweepError(f"sweep: '{key}' is set by the sweep for each run; leave it out of the overrides")
+        labels = [preset_label(preset) for preset in self.presets]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise SweepError(f"sweep: presets named '{twice[0]}' more than once (each names its runs and group); "
+                             "give each config file a name of its own")
         for preset in self.presets:
             load_config(preset, self.overrides)
         manifest = self.out / MANIFEST
@@ -135,7 +148,7 @@ class Sweep:
         run_dir = self.out / run.name
         if _has_ended(run_dir):
             return None
-        if any((run_dir / "ckpt").glob("*.pth.tar")):
+        if has_resume_point(run_dir):
             return ["resume", str(run_dir), "--no-progress"]
         return ["train", run.preset, *run.overrides, f"seed={run.seed}", "--run-dir", str(run_dir), "--no-progress",
                 "--overwrite-empty"]

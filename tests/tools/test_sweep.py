@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import rlpipe
 from rlpipe.cli.main import main
+from rlpipe.config import dump_config, load_config
 from rlpipe.tools.results import read_results
 from rlpipe.tools.sweep import Placement, Sweep, SweepError, parse_seeds, run_sweep
 from tests.run_checks import snapshot
@@ -79,6 +81,29 @@ def test_the_final_policy_is_evaluated_apart_when_asked(tmp_path):
     assert "$ rlpipe eval " in (tmp_path / "logs" / "cartpole-dqn-seed0.log").read_text()
     with pytest.raises(SweepError, match=r"holds a sweep with .* final_episodes 3"):
         run_sweep(Sweep(("cartpole-dqn",), (0,), tuple(TINY_RUN), tmp_path, final_episodes=5))
+
+
+def test_a_config_file_names_its_runs_and_a_run_stopped_before_its_first_checkpoint_starts_again(tmp_path):
+    config = tmp_path / "configs" / "my-cartpole.yaml"
+    config.parent.mkdir()
+    dump_config(load_config("cartpole-dqn", TINY_RUN), config)
+    out = tmp_path / "sweep"
+    stopped = out / "my-cartpole-seed0"
+    rlpipe.train(config, stopped, overrides=["seed=0"])
+    for path in (stopped / "ckpt").iterdir():  # as if stopped when only the best evaluation's policy was saved
+        if path.name != "eval.pth.tar":
+            path.unlink()
+    run_sweep(Sweep((str(config),), (0,), (), out))
+    (record,) = read_results(out / "results.jsonl")
+    assert record.group == "my-cartpole" and (stopped / "ckpt" / "final.pth.tar").is_file()
+    assert sorted(path.name for path in config.parent.iterdir()) == ["my-cartpole.yaml"]
+    log = (out / "logs" / "my-cartpole-seed0.log").read_text()
+    assert log.count("$ rlpipe train") == 1 and "$ rlpipe resume" not in log
+    twin = tmp_path / "other" / "my-cartpole.yaml"
+    twin.parent.mkdir()
+    twin.write_text(config.read_text())
+    with pytest.raises(SweepError, match="presets named 'my-cartpole' more than once"):
+        run_sweep(Sweep((str(config), str(twin)), (0,), (), tmp_path / "twins"))
 
 
 def test_a_failed_run_is_named_and_the_others_finish(tmp_path, capsys):

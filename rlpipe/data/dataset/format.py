@@ -64,10 +64,11 @@ def _column_dtype(name: str, observation_space: spaces.Space[Any], action_space:
     """The dtype a column is stored in: the space's for observations and continuous actions, int64
     for discrete ones, float32 rewards, bool flags, int64 env ids."""
     if name in ("obs", "next_obs"):
-        return np.dtype(np.int64) if isinstance(observation_space, spaces.Discrete) else observation_space.dtype
+        discrete = isinstance(observation_space, spaces.Discrete)
+        return np.dtype(np.int64) if discrete else np.dtype(observation_space.dtype)
     if name == "action":
         return np.dtype(np.int64) if isinstance(action_space, spaces.Discrete) else np.dtype(action_space.dtype)
-    return {"reward": np.dtype(np.float32), "env_id": np.dtype(np.int64)}.get(name, np.dtype(bool))
+    return np.dtype({"reward": np.float32, "env_id": np.int64}.get(name, bool))
 
 
 def check_columns(columns: Mapping[str, np.ndarray], observation_space: spaces.Space[Any],

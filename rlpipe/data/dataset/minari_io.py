@@ -133,7 +133,7 @@ def write_minari(dataset: Dataset, dataset_id: str, root: str | Path | None = No
 
     c = dataset.columns
     buffers = []
-    for index, rows in enumerate(episodes.rows):
+    for index, rows in enumerate(sorted(episodes.rows, key=lambda r: r[0])):  # in the order they start in the rows
         observations = np.concatenate([c["obs"][rows], c["next_obs"][rows[-1:]]])
         buffers.append(EpisodeBuffer(
             id=index, observations=observations, actions=np.asarray(c["action"][rows]),

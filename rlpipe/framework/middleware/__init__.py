@@ -6,6 +6,7 @@ from rlpipe.framework.middleware.ckpt_handler import (
     SaveSettings,
     buffer_file,
     checkpoint_state,
+    has_resume_point,
     latest_checkpoint,
     restore_checkpoint,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "SaveSettings",
     "buffer_file",
     "checkpoint_state",
+    "has_resume_point",
     "latest_checkpoint",
     "restore_checkpoint",
     "EpisodeCollector", "HERLearner", "OffPolicyLearner", "StepCollector", "flush_at_finish", *_functional_all]

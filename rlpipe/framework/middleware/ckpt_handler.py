@@ -87,6 +87,28 @@ class ResumeUnit:
         return buffer_file(self.path, self.header)
 
 
+def _saved_buffer(checkpoint: Path, header: CheckpointHeader) -> Path | None:
+    """The buffer file ``checkpoint`` was saved with; None when it was saved without one (a file
+    beside it is not its) or its buffer is gone."""
+    buffer = buffer_file(checkpoint, header)
+    if (header.sealed and header.buffer_sha256 is None) or not buffer.is_file():
+        return None
+    return buffer
+
+
+def has_resume_point(save_dir: str | Path) -> bool:
+    """Whether a checkpoint of the run was saved with its buffer, which resume continues from (the
+    best evaluation's policy, saved without one, is not). A checkpoint whose header cannot be
+    read counts, so that resume says what is wrong with it rather than a restart replacing it."""
+    for path in (Path(save_dir) / "ckpt").glob(f"*{CKPT_SUFFIX}"):
+        try:
+            if _saved_buffer(path, read_header(path, allow_unsealed=True)) is not None:
+                return True
+        except CheckpointError:
+            return True
+    return False
+
+
 def latest_checkpoint(save_dir: str | Path, required: tuple[str, ...] = ("policy", "counters", "torch_rng"),
                       *, allow_unsealed: bool = False) -> ResumeUnit:
     """The unit a run continues from: of the checkpoints whose buffer is the one they were saved
@@ -102,9 +124,9 @@ def latest_checkpoint(save_dir: str | Path, required: tuple[str, ...] = ("policy
                for path in sorted(ckpt.glob(f"*{CKPT_SUFFIX}"))}
     units, refused = [], []
     for path, header in headers.items():
-        buffer = buffer_file(path, header)
-        if (header.sealed and header.buffer_sha256 is None) or not buffer.is_file():
-            continue  # saved without a buffer (a file beside it is not its), or its buffer is gone
+        buffer = _saved_buffer(path, header)
+        if buffer is None:
+            continue
         if header.buffer_sha256 is not None and file_sha256(buffer) != header.buffer_sha256:
             refused.append((header.train_iter or 0, path))
             continue
