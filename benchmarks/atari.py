@@ -54,7 +54,6 @@ from peers import peer_installed
 
 from rlpipe.config import Config, load_config
 from rlpipe.data import DequeBuffer
-from rlpipe.envs.ale_vector import AleVectorEnv
 from rlpipe.envs.atari import FRAME_SKIP, FRAME_STACK, SCREEN_SIZE, AtariSettings, atari_game
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import OffPolicyLearner
@@ -201,10 +200,9 @@ def bare_ale_loop(network: torch.nn.Module, settings: AtariSettings, vector_step
     return vector_steps * ENVS / elapsed
 
 
-def collector_rate(cfg: Config, policy, settings: AtariSettings, vector_steps: int) -> float:
-    """Env steps/s of ``StepCollector`` over ``AleVectorEnv`` (training envs), greedy."""
-    return timed_collection(cfg, policy, AleVectorEnv(GAME, ENVS, 0, train=True, settings=settings), 0.0,
-                            vector_steps)
+def collector_rate(cfg: Config, policy, vector_steps: int) -> float:
+    """Env steps/s of ``StepCollector`` over ``AleVectorEnv`` (training envs, as a run makes them), greedy."""
+    return timed_collection(cfg, policy, make_vector_env(cfg, ENVS, 0, train=True), 0.0, vector_steps)
 
 
 def frame_store_memory(transitions: int) -> dict[str, float]:
@@ -270,7 +268,7 @@ def main() -> None:
     bare, ours_collect = 0.0, 0.0
     for _ in range(args.rounds):
         bare = max(bare, bare_ale_loop(policy.model, settings, args.vector_steps))
-        ours_collect = max(ours_collect, collector_rate(cfg, policy, settings, args.vector_steps))
+        ours_collect = max(ours_collect, collector_rate(cfg, policy, args.vector_steps))
     print(f"collection, 8 Pong envs, greedy: rlpipe {ours_collect:.0f} env steps/s, bare ale-py {bare:.0f} "
           f"({ours_collect / bare:.2f}x, goal >= 0.9)")
     print(json.dumps({

@@ -35,7 +35,7 @@ from typing import Any
 
 import rlpipe
 from rlpipe.data.dataset import Dataset
-from rlpipe.entry.train import has_checkpoints
+from rlpipe.framework.middleware import has_resume_point
 from rlpipe.tools.datasets import copy_dataset, dataset_from_run, mix_datasets, rollout_dataset
 
 D4RL_SIZE = 1_000_000
@@ -45,9 +45,9 @@ MUJOCO = {"hopper": ("hopper-sac", 1000), "halfcheetah": ("halfcheetah-sac", 100
 
 def _train(preset: str, run_dir: Path, overrides: list[str]) -> Path:
     """Train (or resume, or reuse) ``preset`` in ``run_dir``; returns it."""
-    finished = (run_dir / "summary.json").is_file() and has_checkpoints(run_dir)
+    finished = (run_dir / "summary.json").is_file() and has_resume_point(run_dir)
     if not finished:
-        rlpipe.train(preset, run_dir, overrides=[*overrides, "run.progress=false"], resume=has_checkpoints(run_dir),
+        rlpipe.train(preset, run_dir, overrides=[*overrides, "run.progress=false"], resume=has_resume_point(run_dir),
                      announce=print)
     return run_dir
 

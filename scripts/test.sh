@@ -11,6 +11,6 @@ if [ "${1:-}" = "--fast" ]; then
   select=(-m "not slow and not ray and not crash")
 fi
 scripts/setup.sh test,dev,plot  # plot: what scripts/train.sh asks for, so it installs nothing after this
-.venv/bin/ruff check rlpipe tests examples benchmarks
+.venv/bin/ruff check rlpipe tests examples benchmarks scripts
 .venv/bin/mypy rlpipe
 .venv/bin/python -m pytest ${select[@]+"${select[@]}"} "$@"

@@ -201,7 +201,7 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
         raise ResultError(f"{run_dir} has no evaluation in its metrics.jsonl")
     stop_value = env.get("stop_value")
     settings = {
-        "algorithm": policy.get("type"),
+        "algorithm": _algorithm_of(policy),
         "precision": policy.get("learn", {}).get("precision", "fp32"),
         "flush_denormal": run.get("flush_denormal"),
         "overrides": list(overrides),
@@ -219,6 +219,13 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
         threshold=float(stop_value) if stop_value is not None and math.isfinite(stop_value) else None,
         settings=settings, source=code_version(),
     )
+
+
+def _algorithm_of(policy: dict[str, Any]) -> str | None:
+    """The policy type, with ``+ cql`` for a Q-learning type under CQL's penalty (``learn.cql_alpha``)."""
+    kind = policy.get("type")
+    conservative = kind != "cql" and (policy.get("learn", {}).get("cql_alpha") or 0) > 0
+    return f"{kind} + cql" if conservative else kind
 
 
 def code_version() -> str:

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlpipe.entry import train
 from rlpipe.tools.results import (
@@ -38,6 +40,15 @@ def test_a_run_directory_gives_its_evaluation_curve_and_settings(run_dir):
     assert result.threshold == 475.0 and result.budget_env_steps == 200 and result.eval_episodes == 2
     assert result.settings == {"algorithm": "dqn", "precision": "fp32", "flush_denormal": True,
                                "overrides": ["seed=3"], "resumed": False}
+
+
+def test_a_q_learning_run_under_cql_s_penalty_says_so(tmp_path, run_dir):
+    copy = tmp_path / "cql"
+    shutil.copytree(run_dir, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["policy"]["learn"]["cql_alpha"] = 1.0
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    assert result_of_run(copy).settings["algorithm"] == "dqn + cql"
 
 
 def test_a_separate_final_evaluation_stands_for_the_final_figure(run_dir):
