@@ -117,6 +117,11 @@ class Algorithm:
     """The ``policy.learn`` keys it reads besides :data:`SHARED_KEYS` and its target keys."""
     model: tuple[str, ...] = ()
     """The ``policy.model`` keys it reads besides :data:`SHARED_KEYS`."""
+    collect: tuple[str, ...] = ()
+    """The ``policy.collect`` keys it reads besides :data:`SHARED_KEYS`."""
+    sequences: bool = False
+    """Whether it learns from sequences of ``collect.unroll_len`` steps with the recurrent state its
+    collector had at their start (a sequence replay buffer; n-step returns inside the policy)."""
     noisy_nets: bool = False
     """Whether ``policy.model.noisy=true`` replaces its :attr:`exploration` with noisy networks."""
 
@@ -140,7 +145,8 @@ class Algorithm:
 
     def keys_for(self, exploration: Exploration) -> tuple[str, ...]:
         """Every algorithm-dependent key (under ``policy.``) it reads when exploring ``exploration``."""
-        own = (*(f"learn.{k}" for k in self.learn), *(f"model.{k}" for k in self.model))
+        own = (*(f"learn.{k}" for k in self.learn), *(f"model.{k}" for k in self.model),
+               *(f"collect.{k}" for k in self.collect))
         return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[exploration],
                 *ACTION_KIND_KEYS[self.action_kind])
 
@@ -203,6 +209,12 @@ ALGORITHMS: Mapping[str, Algorithm] = {
             "qrdqn", "rlpipe.policy.qrdqn:QRDQNPolicy", ActionKind.DISCRETE, Exploration.EPSILON,
             TargetUpdate.HARD_OR_SOFT, learn=(*_DISTRIBUTIONAL_LEARN, "kappa"),
             model=(*_DISTRIBUTIONAL_MODEL, "num_quantiles"), noisy_nets=True,
+        ),
+        Algorithm(
+            "r2d2", "rlpipe.policy.r2d2:R2D2Policy", ActionKind.DISCRETE, Exploration.EPSILON,
+            TargetUpdate.HARD_OR_SOFT, learn=("learning_rate", "double_q", "burn_in", "value_rescale",
+                                              "priority_eta", "stored_state"),
+            model=("dueling", "core", "core_hidden"), collect=("sequence_stride",), sequences=True,
         ),
         Algorithm(
             "sac", "rlpipe.policy.sac:SACPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,

@@ -201,6 +201,10 @@ class ModelConfig(_Strict):
     obs_norm: bool = Field(
         False, description="Normalise observations by running mean and std, clipped to +-5 (sac, td3, ddpg, crossq)."
     )
+    core: Literal["none", "gru", "lstm"] = Field(
+        "none", description="Recurrent core between the encoder and the head, the agent's memory (r2d2: gru or lstm)."
+    )
+    core_hidden: PositiveInt = Field(128, description="Units of the recurrent core (r2d2).")
 
 
 def _learning_rate(value: Any) -> float | Schedule:
@@ -290,6 +294,21 @@ class LearnConfig(_Strict):
     bc_alpha: float = Field(2.5, gt=0, description="Weight of the Q term against behaviour cloning (td3_bc).")
     expectile: float = Field(0.7, gt=0, lt=1, description="Expectile of the value function (iql).")
     temperature: float = Field(3.0, gt=0, description="Inverse temperature of advantage-weighted regression (iql).")
+    burn_in: NonNegativeInt = Field(
+        0, description="First steps of each sequence that only warm the recurrent state up, without gradient "
+        "(r2d2; DRQN: 0)."
+    )
+    value_rescale: bool = Field(
+        True, description="Learn on h(x) = sign(x)(sqrt(|x| + 1) - 1) + 0.001x of the returns, R2D2's value "
+        "rescaling, instead of reward clipping (r2d2)."
+    )
+    priority_eta: float = Field(
+        0.9, ge=0, le=1, description="A sequence's priority: eta x max + (1 - eta) x mean of its TD errors (r2d2)."
+    )
+    stored_state: bool = Field(
+        True, description="Start each sequence from the recurrent state its collector had (R2D2); false: from "
+        "zeros (DRQN) (r2d2)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -303,7 +322,13 @@ class LearnConfig(_Strict):
 class CollectConfig(_Strict):
     n_sample: PositiveInt | None = Field(96, description="Env steps collected per iteration (step collector).")
     n_episode: PositiveInt | None = Field(None, description="Episodes collected per iteration (episode collector).")
-    unroll_len: PositiveInt = Field(1, description="Length of sampled sequences (1: single transitions).")
+    unroll_len: PositiveInt = Field(
+        1, description="Length of sampled sequences (1: single transitions; r2d2: burn-in and learning steps)."
+    )
+    sequence_stride: PositiveInt | None = Field(
+        None, description="Steps between the starts of two stored sequences of an episode (r2d2); None: half "
+        "of unroll_len (R2D2's sequences overlap by half)."
+    )
     noise_sigma: float = Field(
         0.1, ge=0, description="Std of the Gaussian exploration noise on [-1, 1] actions (td3, ddpg)."
     )
@@ -670,7 +695,9 @@ class Config(_Strict):
         if policy.model.noisy_encoder and not policy.model.noisy:
             raise ValueError("policy.model.noisy_encoder needs policy.model.noisy=true (the head's noisy layers)")
         check_encoder_kwargs(policy.model.encoder, policy.model.encoder_kwargs, "policy.model")
-        if policy.collect.unroll_len > 1:
+        if ALGORITHMS[policy.type].sequences:
+            self._check_sequences()
+        elif policy.collect.unroll_len > 1:
             raise ValueError(
                 f"policy.collect.unroll_len > 1 needs a sequence policy; '{policy.type}' trains on single steps"
             )
@@ -695,6 +722,34 @@ class Config(_Strict):
         if self.env.step_timeout is not None and not self.env.asynchronous:
             raise ValueError("env.step_timeout needs env.asynchronous=true (only a subprocess can be stopped)")
         return self
+
+    def _check_sequences(self) -> None:
+        """What a recurrent policy needs: a core, sequences longer than their burn-in, a stride that
+        leaves no step out, and the parts that know sequences (one process, online, no HER, no
+        learned reward; episode collection is the step collector's job here)."""
+        policy = self.policy
+        collect, learn = policy.collect, policy.learn
+        if policy.model.core == "none":
+            raise ValueError(f"config key 'policy.model.core': policy.type '{policy.type}' needs a recurrent core "
+                             "(gru or lstm)")
+        if collect.unroll_len <= learn.burn_in:
+            raise ValueError(f"config key 'policy.collect.unroll_len' ({collect.unroll_len}) must exceed "
+                             f"policy.learn.burn_in ({learn.burn_in}): a sequence needs steps to learn from")
+        if collect.sequence_stride is not None and collect.sequence_stride > collect.unroll_len:
+            raise ValueError(f"config key 'policy.collect.sequence_stride' ({collect.sequence_stride}) is longer "
+                             f"than a sequence (policy.collect.unroll_len {collect.unroll_len}): steps between "
+                             "sequences would never be learned from")
+        for key, value, why in (
+            ("policy.other.her", policy.other.her, "HER relabels single steps"),
+            ("reward_model", self.reward_model, "learned rewards are computed on single steps"),
+            ("offline", self.offline, "datasets hold single steps"),
+            ("policy.collect.n_episode", collect.n_episode, "it collects steps (policy.collect.n_sample)"),
+        ):
+            if value is not None:
+                raise ValueError(f"config key '{key}' cannot be used with policy.type '{policy.type}': {why}")
+        if self.distributed.backend != "local":
+            raise ValueError(f"config key 'distributed.backend': policy.type '{policy.type}' collects with "
+                             "distributed.backend=local only, for now")
 
     def _check_offline(self, offline: OfflineConfig) -> None:
         """What learning from a dataset needs: one-step transitions, no HER or learned reward, and (offline

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -21,6 +21,7 @@ from rlpipe.config.algorithms import ALGORITHMS, Exploration
 from rlpipe.entry.evaluate import ChosenCheckpoint, default_checkpoint, load_policy
 from rlpipe.envs.families import family_of
 from rlpipe.policy import Policy
+from rlpipe.policy.base import RecurrentPolicy
 from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
 
@@ -81,14 +82,28 @@ class Agent:
         finally:
             env.close()
 
-    def predict(self, obs: Any, deterministic: bool = True) -> np.ndarray:
+    @property
+    def recurrent(self) -> bool:
+        """Whether the agent remembers (a recurrent core: :meth:`predict` takes and returns its state)."""
+        return ALGORITHMS[self.cfg.policy.type].sequences
+
+    def predict(self, obs: Any, deterministic: bool = True, state: Any = None) -> Any:
         """Actions for one observation (returns one action) or a batch (returns ``[N, ...]``).
 
         ``deterministic=False`` acts as in training: SAC samples, TD3/DDPG add their noise, DQN
         (any algorithm exploring epsilon-greedily) is epsilon-greedy with ``policy.other.eps.end``.
+
+        A recurrent agent (:attr:`recurrent`, r2d2) returns ``(actions, state)``: pass that state
+        back with the next observation of the same episode, and None (a fresh state) at an
+        episode's start. ``state`` is float32 ``[N, S]`` (``[S]`` for one observation).
         """
         rows, single = self._rows(obs)
         policy_obs = np.stack([self._to_policy(row) for row in rows])  # in its own dtype: the encoder converts
+        if self.recurrent:
+            return self._predict_with_memory(policy_obs, single, deterministic, state)
+        if state is not None:
+            raise ValueError(f"predict: state is for recurrent agents; policy.type '{self.cfg.policy.type}' has "
+                             "no memory")
         if deterministic:
             actions = self.policy.eval_mode.forward(policy_obs)
         elif ALGORITHMS[self.cfg.policy.type].exploration_of(self.cfg.policy) is Exploration.EPSILON:
@@ -97,6 +112,26 @@ class Agent:
             actions = self.policy.collect_mode.forward(policy_obs)
         env_actions = [self._to_env(action) for action in actions]
         return env_actions[0] if single else np.stack(env_actions)
+
+    def _predict_with_memory(self, policy_obs: np.ndarray, single: bool, deterministic: bool,
+                             state: Any) -> tuple[Any, np.ndarray]:
+        """:meth:`predict` of a recurrent agent: actions from ``state`` (None: a fresh one), and the next state."""
+        policy, n = cast(RecurrentPolicy, self.policy), len(policy_obs)
+        if state is None:
+            start = policy.initial_state(n)
+        else:
+            start = np.asarray(state, dtype=np.float32).reshape(n, -1) if single else np.asarray(state, np.float32)
+            size = int(policy.initial_state(1).shape[1])
+            if start.shape != (n, size):
+                raise ValueError(f"predict: state must be float32 [{n}, {size}] for {n} observation(s) (the state "
+                                 f"predict returned), got shape {tuple(np.shape(state))}")
+        eps = 0.0 if deterministic else self.cfg.policy.other.eps.end
+        actions, after = policy.act(policy_obs, start, eps)
+        env_actions = [self._to_env(action) for action in actions]
+        next_state = after.numpy(force=True).astype(np.float32)
+        if single:
+            return env_actions[0], next_state[0]
+        return np.stack(env_actions), next_state
 
     def _rows(self, obs: Any) -> tuple[Sequence[Any], bool]:
         """Split ``obs`` into single observations; also say whether it was one."""

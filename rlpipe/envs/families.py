@@ -93,9 +93,10 @@ def env_families() -> tuple[EnvFamily, ...]:
     from rlpipe.envs.atari import ATARI_FAMILY
     from rlpipe.envs.minatar import MINATAR_FAMILY
     from rlpipe.envs.minigrid import MINIGRID_FAMILY
+    from rlpipe.envs.popgym import POPGYM_FAMILY
     from rlpipe.envs.robotics import ROBOTICS_FAMILY
 
-    return ATARI_FAMILY, MINATAR_FAMILY, MINIGRID_FAMILY, ROBOTICS_FAMILY, GYMNASIUM_FAMILY
+    return ATARI_FAMILY, MINATAR_FAMILY, MINIGRID_FAMILY, POPGYM_FAMILY, ROBOTICS_FAMILY, GYMNASIUM_FAMILY
 
 
 def family_of(env_id: str) -> EnvFamily:

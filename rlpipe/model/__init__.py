@@ -12,6 +12,7 @@ from rlpipe.model.encoders import EncoderConfig, make_encoder
 from rlpipe.model.heads import DistributionalQ
 from rlpipe.model.noisy import NoisyLinear
 from rlpipe.model.q_network import DQN
+from rlpipe.model.recurrent import RecurrentQ
 
 __all__ = [
     "DQN",
@@ -23,6 +24,7 @@ __all__ = [
     "EnsembleQ",
     "GaussianActor",
     "NoisyLinear",
+    "RecurrentQ",
     "SquashedGaussianActor",
     "StateValue",
     "make_encoder",

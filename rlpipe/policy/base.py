@@ -11,13 +11,25 @@ learning rates through ``set_learning_rate``. Nothing else about a policy is vis
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from rlpipe.policy.memory import RecurrentMemory
 
 
 class PolicyMode(NamedTuple):
-    """One face of a policy: the function the pipeline calls in that role."""
+    """One face of a policy: the function the pipeline calls in that role and, for the acting modes of
+    a recurrent policy (R2D2), the memory of each env's recurrent state.
+
+    A collector or evaluator whose mode has a ``memory`` calls, before each act,
+    ``memory.begin(episode_start)`` (True for each env whose current observation starts an episode),
+    reads ``memory.stored()`` for the row's ``core_state`` column (a collector), then
+    ``forward(obs, ...)``, which acts from the memory's states and advances them. Without one
+    (``None``: feedforward policies, and every ``learn_mode``) ``forward`` is all there is.
+    """
 
     forward: Callable[..., Any]
+    memory: RecurrentMemory | None = None
 
 
 @runtime_checkable
@@ -42,3 +54,15 @@ class Policy(Protocol):
     def load_acting_state_dict(self, state_dict: Mapping[str, Any]) -> None: ...
 
     def set_learning_rate(self, key: str, lr: float) -> None: ...
+
+
+@runtime_checkable
+class RecurrentPolicy(Policy, Protocol):
+    """A policy with memory (r2d2), acting from explicit states as well as from its modes' memories."""
+
+    def initial_state(self, n: int) -> Any:
+        """``n`` fresh states (a tensor ``[n, S]``): an episode's start."""
+
+    def act(self, obs: Any, state: Any, eps: float = 0.0) -> tuple[Any, Any]:
+        """Actions for ``obs`` ``[N, ...]`` from ``state`` ``[N, S]``, and the states after them."""
+

@@ -26,6 +26,7 @@ from gymnasium import spaces
 from rlpipe.config.schema import Precision
 from rlpipe.model.encoders import model_observation_space
 from rlpipe.policy.base import PolicyMode
+from rlpipe.policy.memory import RecurrentMemory
 from rlpipe.policy.optim import adam_betas_of
 from rlpipe.policy.streams import RandomStreams
 from rlpipe.utils.batch import terminated_of
@@ -102,9 +103,10 @@ class PolicyFrame(ABC):
     the device, the update counter and the random streams (:meth:`_make_rng`,
     :class:`~rlpipe.policy.streams.RandomStreams`), wires
     ``learn_mode`` (under bfloat16 autocast with ``precision: bf16-mixed``), ``collect_mode`` and
-    ``eval_mode``, converts learning batches (:meth:`_learn_batch`) and moves observations to
-    the device (:meth:`_observations`), and saves and restores everything named in
-    :attr:`checkpointed` and :attr:`acting`.
+    ``eval_mode`` (each with the memory :meth:`_acting_memory` gives: None but for recurrent
+    policies), converts learning batches (:meth:`_learn_batch`) and moves observations to the device
+    (:meth:`_observations`), and saves and restores everything named in :attr:`checkpointed` and
+    :attr:`acting`.
 
     Under bfloat16 autocast the Q-networks hand back float32 Q-values (their heads cast), so that
     targets, losses and priorities keep float32's digits.
@@ -126,8 +128,8 @@ class PolicyFrame(ABC):
         self._train_iter = 0
         self._rng = self._make_rng(seed)
         self.learn_mode = PolicyMode(self._learn_function(cfg.learn))
-        self.collect_mode = PolicyMode(self._forward_collect)
-        self.eval_mode = PolicyMode(self._forward_eval)
+        self.collect_mode = PolicyMode(self._forward_collect, self._acting_memory())
+        self.eval_mode = PolicyMode(self._forward_eval, self._acting_memory())
 
     @property
     def train_iter(self) -> int:
@@ -171,6 +173,12 @@ class PolicyFrame(ABC):
 
     @abstractmethod
     def _forward_learn(self, batch: Mapping[str, ArrayLike]) -> dict[str, Any]: ...
+
+    def _acting_memory(self) -> RecurrentMemory | None:
+        """A new memory for one acting mode, called once for ``collect_mode`` and once for ``eval_mode``
+        (so that evaluating never disturbs the collector's states): None, except for a recurrent policy
+        (:class:`~rlpipe.policy.memory.RecurrentMemory`). Called before the networks are built."""
+        return None
 
     @abstractmethod
     def learning_rate_groups(self) -> dict[str, list[dict[str, Any]]]:

@@ -20,7 +20,8 @@ import torch
 from rlpipe.config import Config, ConfigError
 from rlpipe.config.algorithms import ALGORITHMS, ActionKind
 from rlpipe.config.encoders import is_import_path
-from rlpipe.data import DequeBuffer, FrameStore, PriorityExperienceReplay
+from rlpipe.data import Buffer, DequeBuffer, FrameStore, PriorityExperienceReplay
+from rlpipe.data.buffer import SequenceBuffer
 from rlpipe.data.buffer.middleware.frame_store import frame_store_nbytes
 from rlpipe.data.dataset import DatasetBuffer
 from rlpipe.envs import GoalLayout, VectorEnv, find_goal_layout
@@ -243,10 +244,22 @@ def check_buffer_fits(cfg: Config) -> None:
         )
 
 
-def make_buffer(cfg: Config) -> DequeBuffer:
+def make_buffer(cfg: Config) -> Buffer:
     """The replay buffer: frames kept once for stacked frames (:func:`uses_frame_store`), priority
-    replay when ``cfg.policy.priority``; one line when it cannot fit. ``rlpipe resume`` builds the
-    same chain from the same config before it loads the saved data into it."""
+    replay when ``cfg.policy.priority``, sequences for a sequence policy (r2d2); one line when it
+    cannot fit. ``rlpipe resume`` builds the same chain from the same config before it loads the
+    saved data into it."""
+    if not ALGORITHMS[cfg.policy.type].sequences:
+        return make_transition_buffer(cfg)
+    check_buffer_fits(cfg)
+    replay, collect = cfg.policy.other.replay_buffer, cfg.policy.collect
+    return SequenceBuffer(replay.replay_buffer_size, collect.unroll_len, collect.sequence_stride, seed=cfg.seed,
+                          priority=cfg.policy.priority, priority_alpha=replay.priority_power_factor,
+                          priority_beta=replay.IS_weight_power_factor)
+
+
+def make_transition_buffer(cfg: Config) -> DequeBuffer:
+    """The buffer of single transitions (every policy but a sequence policy's): see :func:`make_buffer`."""
     check_buffer_fits(cfg)
     replay = cfg.policy.other.replay_buffer
     buffer = DequeBuffer(size=replay.replay_buffer_size, seed=cfg.seed)
@@ -351,7 +364,7 @@ class Parts:
     local_collector_env: VectorEnv | None
     evaluator_env: VectorEnv
     policy: Policy
-    buffer: DequeBuffer
+    buffer: Buffer
     her_reward_model: HerRewardModel | None
     reward_model: IntrinsicRewardModel | None = None
     flushed_subnormals_before: bool = False
@@ -422,7 +435,7 @@ def _assemble(cfg: Config, flushed_before: bool) -> Parts:
         if dataset is None:
             return Parts(cfg, collector_env, evaluator_env, policy, make_buffer(cfg), her_reward_model, reward_model,
                          flushed_before)
-        online = make_buffer(cfg) if cfg.offline is not None and cfg.offline.online else None
+        online = make_transition_buffer(cfg) if cfg.offline is not None and cfg.offline.online else None
         data = dataset_buffer(cfg, dataset, online)
         buffer = data if online is None else online  # offline only: the dataset is the buffer saved and resumed
         return Parts(cfg, collector_env, evaluator_env, policy, buffer, her_reward_model, reward_model, flushed_before,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlpipe.config import Config
-from rlpipe.data.buffer import DequeBuffer
+from rlpipe.data.buffer import Buffer
 from rlpipe.framework import OnlineRLContext
 from rlpipe.policy import Policy
 
@@ -27,7 +27,7 @@ class RunView:
     is the one the learner trains): read them; change them only if you mean to change the run."""
 
     policy: Policy
-    buffer: DequeBuffer
+    buffer: Buffer
     config: Config
     env_step: int
     train_iter: int
@@ -50,7 +50,7 @@ class hook_runner:  # noqa: N801 - middleware are named like functions
     """Middleware calling ``hooks`` in order after every iteration; the first that asks for a stop
     sets ``ctx.finish`` and is named in :attr:`stopped_by` (the later ones still run this time)."""
 
-    def __init__(self, hooks: Sequence[Hook], policy: Policy, buffer: DequeBuffer, config: Config) -> None:
+    def __init__(self, hooks: Sequence[Hook], policy: Policy, buffer: Buffer, config: Config) -> None:
         self._hooks = list(hooks)
         self._policy, self._buffer, self._config = policy, buffer, config
         self.stopped_by: str | None = None

@@ -71,8 +71,9 @@ def use_collect_half(
     task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False, max_env_step: int | None = None
 ) -> Task:
     """Add (explore) -> collect -> (n-step) to ``task``: the part of the pipeline that acts
-    (role COLLECTOR), leaving the transitions in ``ctx.trajectories``, or with ``episodes``
-    (HER) whole episodes in ``ctx.episodes``.
+    (role COLLECTOR), leaving the transitions in ``ctx.trajectories`` (one-step rows for a
+    sequence policy, which computes n-step returns itself), or with ``episodes`` (HER) whole
+    episodes in ``ctx.episodes``.
 
     An epsilon schedule for the algorithms that explore epsilon-greedily (dqn; the others sample
     their actions or add their own noise: the table in :mod:`rlpipe.config.algorithms`),
@@ -86,6 +87,8 @@ def use_collect_half(
     if episodes:
         return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size, max_env_step))
     task.use(StepCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size, max_env_step))
+    if ALGORITHMS[cfg.policy.type].sequences:
+        return task  # a sequence policy computes its n-step returns inside the sequences
     return task.use(nstep_reward_enhancer(cfg))
 
 

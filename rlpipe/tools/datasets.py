@@ -22,7 +22,7 @@ from rlpipe.config.algorithms import ALGORITHMS, ActionKind, Exploration
 from rlpipe.data.dataset import COLUMNS, Dataset, DatasetError, find_episodes, write_dataset
 from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.framework.middleware import latest_checkpoint
-from rlpipe.recipes.build import make_buffer
+from rlpipe.recipes.build import make_transition_buffer
 from rlpipe.recipes.envs import make_env_factory, make_vector_env
 from rlpipe.tools.results import code_version
 from rlpipe.utils.batch import concat_batches
@@ -78,8 +78,11 @@ def dataset_from_run(run_dir: str | Path, out: str | Path, reference_returns: Re
                            "`rlpipe dataset rollout`")
     if cfg.policy.other.her is not None:
         raise DatasetError(f"run {run_dir} stored whole episodes for HER; a dataset holds transitions")
+    if ALGORITHMS[cfg.policy.type].sequences:
+        raise DatasetError(f"run {run_dir} stored sequences for policy.type '{cfg.policy.type}'; a dataset holds "
+                           "transitions: make one with `rlpipe dataset rollout`")
     unit = latest_checkpoint(run_dir)
-    buffer = make_buffer(cfg)
+    buffer = make_transition_buffer(cfg)
     buffer.load_data(str(unit.buffer_path))
     ids = buffer.ids_at(buffer.ordered_slots())
     if len(ids) == 0:

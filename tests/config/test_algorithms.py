@@ -48,7 +48,9 @@ def section_keys() -> set[str]:
 
 def test_every_policy_type_has_a_row_and_nothing_else_does():
     assert get_args(PolicyConfig.model_fields["type"].annotation) == tuple(ALGORITHMS)
-    assert set(ALGORITHMS) == {"dqn", "c51", "qrdqn", "sac", "td3", "ddpg", "crossq", "td3_bc", "iql", "cql", "bc"}
+    assert set(ALGORITHMS) == {"dqn", "c51", "qrdqn", "sac", "td3", "ddpg", "crossq", "td3_bc", "iql", "cql", "bc",
+                               "r2d2"}
+    assert [name for name, row in ALGORITHMS.items() if row.sequences] == ["r2d2"]
     assert all(name == row.name for name, row in ALGORITHMS.items())
 
 
@@ -108,12 +110,14 @@ def test_the_config_layer_imports_no_policy():
      "config key 'policy.collect.noise_sigma' is not read by policy.type 'sac', which explores by sampling its "
      "own actions: remove it"),
     ("pendulum-sac", "policy.eval.eps=0.05",
-     "config key 'policy.eval.eps' is not read by policy.type 'sac': remove it (it is read by dqn, c51, qrdqn)"),
+     "config key 'policy.eval.eps' is not read by policy.type 'sac': remove it (it is read by dqn, c51, qrdqn, "
+     "r2d2)"),
     ("pendulum-td3", "policy.eval.eps=0.05",
-     "config key 'policy.eval.eps' is not read by policy.type 'td3': remove it (it is read by dqn, c51, qrdqn)"),
+     "config key 'policy.eval.eps' is not read by policy.type 'td3': remove it (it is read by dqn, c51, qrdqn, "
+     "r2d2)"),
     ("pendulum-sac", "policy.model.dueling=true",
      "config key 'policy.model.dueling' is not read by policy.type 'sac': remove it (it is read by dqn, c51, "
-         "qrdqn)"),
+         "qrdqn, r2d2)"),
 ])
 def test_a_key_the_algorithm_does_not_read_is_one_line_naming_key_algorithm_and_remedy(source, override, message):
     with pytest.raises(ConfigError) as err:

@@ -3,6 +3,7 @@ row (here a toy family in this file: its importer, maker, settings and training 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -13,11 +14,13 @@ from rlpipe.envs import EnvSettingError, EnvSettings, env_factory, families, mak
 from rlpipe.envs.families import EnvFamily, MakeEnv, env_families, family_of, family_settings
 from rlpipe.envs.protocol import CoreStep
 from rlpipe.envs.vector_wrappers import CoreWrapper
+from rlpipe.errors import MissingDependencyError
 
 
 @pytest.mark.parametrize(("env_id", "family"), [
     ("ALE/Pong-v5", "atari"), ("MinAtar/Breakout-v1", "minatar"), ("MiniGrid-DoorKey-5x5-v0", "minigrid"),
-    ("FetchReach-v4", "robotics"), ("CartPole-v1", "gymnasium"), ("rlpipe/DeepSea-v0", "gymnasium"),
+    ("FetchReach-v4", "robotics"), ("popgym-RepeatPreviousEasy-v0", "popgym"),
+    ("CartPole-v1", "gymnasium"), ("rlpipe/DeepSea-v0", "gymnasium"),
     ("my_envs:Corridor-v0", "gymnasium"),
 ])
 def test_each_id_has_one_family(env_id, family):
@@ -78,3 +81,13 @@ def test_a_new_family_is_one_module_and_one_row(monkeypatch):
     finally:
         train.close()
         play.close()
+
+
+def test_a_popgym_id_imports_popgym_or_names_its_extra(monkeypatch):
+    env = env_factory("popgym-RepeatPreviousEasy-v0")()
+    assert isinstance(env.observation_space, gym.spaces.Discrete)
+    env.close()
+    monkeypatch.setitem(sys.modules, "popgym", None)  # as if not installed
+    with pytest.raises(MissingDependencyError, match=r"popgym package.*rlpipe\[popgym\]") as err:
+        family_of("popgym-CountRecallEasy-v0").importer("popgym-CountRecallEasy-v0")
+    assert "\n" not in str(err.value)

@@ -21,7 +21,8 @@ from rlpipe.recipes.build import make_policy
 
 from .test_seed_done import PRESETS
 
-DISCRETE = sorted(name for name, row in ALGORITHMS.items() if row.action_kind is ActionKind.DISCRETE)
+DISCRETE = sorted(name for name, row in ALGORITHMS.items()
+                  if row.action_kind is ActionKind.DISCRETE and not row.sequences)  # r2d2 learns from sequences
 CARTPOLE = ["policy.model.obs_shape=4", "policy.model.action_shape=2", "policy.nstep=1"]
 SEED_CFG = SimpleNamespace(policy=SimpleNamespace(learn=SimpleNamespace(batch_size=8, update_per_collect=3),
                                                   collect=SimpleNamespace(unroll_len=1)))

@@ -16,17 +16,24 @@ from rlpipe.utils import batch as batch_helpers
 CARTPOLE = ["policy.model.obs_shape=4", "policy.model.action_shape=2", "policy.nstep=1"]
 PRESETS = {"dqn": "cartpole-dqn", "c51": "cartpole-c51", "qrdqn": "cartpole-qrdqn", "sac": "pendulum-sac",
            "td3": "pendulum-td3", "ddpg": "pendulum-ddpg", "crossq": "pendulum-crossq", "td3_bc": "hopper-medium-td3bc",
-           "iql": "hopper-medium-iql", "cql": "hopper-medium-cql", "bc": "hopper-medium-bc"}
+           "iql": "hopper-medium-iql", "cql": "hopper-medium-cql", "bc": "hopper-medium-bc",
+           "r2d2": "popgym-repeatprevious-r2d2"}
 
 
-def seed_batch(kind: ActionKind, size: int = 16) -> dict[str, torch.Tensor]:
-    """Dicts of torch tensors with ``done`` and neither ``terminated`` nor ``truncated``, as DI-engine's data."""
+def seed_batch(kind: ActionKind, size: int = 16, steps: int | None = None) -> dict[str, torch.Tensor]:
+    """Dicts of torch tensors with ``done`` and neither ``terminated`` nor ``truncated``, as DI-engine's data;
+    with ``steps``, sequences of that many steps (fields [size, steps, ...], a ``mask`` and a zero ``core_state``
+    of 128 units, as an R2D2 user brings them)."""
     g = torch.Generator().manual_seed(0)
     obs = 4 if kind is ActionKind.DISCRETE else 3
-    action = (torch.randint(0, 2, (size,), generator=g) if kind is ActionKind.DISCRETE
-              else torch.rand(size, 1, generator=g) * 2 - 1)
-    return {"obs": torch.randn(size, obs, generator=g), "action": action, "reward": torch.randn(size, generator=g),
-            "next_obs": torch.randn(size, obs, generator=g), "done": torch.rand(size, generator=g) < 0.3}
+    rows = (size,) if steps is None else (size, steps)
+    action = (torch.randint(0, 2, rows, generator=g) if kind is ActionKind.DISCRETE
+              else torch.rand(*rows, 1, generator=g) * 2 - 1)
+    batch = {"obs": torch.randn(*rows, obs, generator=g), "action": action, "reward": torch.randn(rows, generator=g),
+             "next_obs": torch.randn(*rows, obs, generator=g), "done": torch.rand(rows, generator=g) < 0.3}
+    if steps is not None:
+        batch |= {"mask": torch.ones(rows, dtype=torch.bool), "core_state": torch.zeros(size, 128)}
+    return batch
 
 
 @pytest.fixture
@@ -44,9 +51,10 @@ def test_one_update_from_a_batch_with_only_done(policy_type, fresh_warning, capl
     sizes = ["policy.model.obs_shape=4", "policy.model.action_shape=2"] if row.action_kind is ActionKind.DISCRETE \
         else ["policy.model.obs_shape=3", "policy.model.action_shape=1"]
     policy = make_policy(load_config(PRESETS[policy_type], [*sizes, "policy.nstep=1"]))
+    steps = 12 if row.sequences else None
     with caplog.at_level(logging.WARNING):
-        first = policy.learn_mode.forward(seed_batch(row.action_kind))
-        policy.learn_mode.forward(seed_batch(row.action_kind))
+        first = policy.learn_mode.forward(seed_batch(row.action_kind, steps=steps))
+        policy.learn_mode.forward(seed_batch(row.action_kind, steps=steps))
     assert np.isfinite(float(first["total_loss"]))
     assert [r.message for r in caplog.records].count(batch_helpers.SEED_DONE_WARNING) == 1
 

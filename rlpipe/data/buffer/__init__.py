@@ -1,5 +1,5 @@
 """Replay buffers: the Buffer contract, what middleware need of a buffer (SlotBuffer), the
-ring-storage DequeBuffer and buffer middleware."""
+ring-storage DequeBuffer, the SequenceBuffer of recurrent agents and buffer middleware."""
 
 from rlpipe.data.buffer.base import (
     Buffer,
@@ -10,6 +10,7 @@ from rlpipe.data.buffer.base import (
     SlotBuffer,
 )
 from rlpipe.data.buffer.deque_buffer import DequeBuffer
+from rlpipe.data.buffer.sequence import SequenceBuffer
 
 __all__ = [
     "Buffer",
@@ -18,5 +19,6 @@ __all__ = [
     "DequeBuffer",
     "SampledBatch",
     "SavableBuffer",
+    "SequenceBuffer",
     "SlotBuffer",
 ]

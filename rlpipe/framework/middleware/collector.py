@@ -32,10 +32,36 @@ def random_action_steps(cfg: Any, random_collect_size: int) -> int:
     return 0 if getattr(cfg.policy, "warm_up_actions", "random") == "policy" else random_collect_size
 
 
-def _act(policy: Any, env: VectorEnv, ctx: OnlineRLContext, random_steps: int) -> np.ndarray:
-    if ctx.env_step < random_steps:
-        return env.random_actions()
-    return policy.forward(env.obs, **ctx.collect_kwargs)
+CORE_STATE = "core_state"
+"""Column of the recurrent state a policy with memory had before acting on each row's ``obs``."""
+
+
+class _Acting:
+    """The policy's actions for the env's current observations, one vector step at a time.
+
+    A policy with memory (a mode whose ``memory`` is set: recurrent agents) acts from each env's
+    state: states are reset where an episode starts, the state each env acted from becomes the
+    row's :data:`CORE_STATE`, and the policy runs in the random warm-up too, so that its states
+    follow the episodes it will learn from.
+    """
+
+    def __init__(self, policy: Any, env: VectorEnv, random_steps: int) -> None:
+        self._policy, self._env, self._random_steps = policy, env, random_steps
+        self._memory = getattr(policy, "memory", None)
+        self._episode_start = np.ones(env.num_envs, dtype=bool)
+
+    def step(self, ctx: OnlineRLContext) -> Batch:
+        random = ctx.env_step < self._random_steps
+        if self._memory is None:
+            return self._env.step(self._env.random_actions() if random else
+                                  self._policy.forward(self._env.obs, **ctx.collect_kwargs))
+        self._memory.begin(self._episode_start)
+        state = self._memory.stored()
+        action = self._policy.forward(self._env.obs, **ctx.collect_kwargs)
+        step = self._env.step(self._env.random_actions() if random else action)
+        step[CORE_STATE] = state
+        self._episode_start = step["terminated"] | step["truncated"]
+        return step
 
 
 FAILED_STEPS = "failed_steps"
@@ -72,11 +98,10 @@ class StepCollector:
     def __init__(
         self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0, max_env_step: int | None = None
     ) -> None:
-        self._policy = policy
         self._env = env
         self._vector_steps = math.ceil(cfg.policy.collect.n_sample / env.num_envs)
         self._random_collect_size = random_collect_size
-        self._random_action_steps = random_action_steps(cfg, random_collect_size)
+        self._acting = _Acting(policy, env, random_action_steps(cfg, random_collect_size))
         self._max_env_step = max_env_step
         self._clean = FailedStepFilter()
 
@@ -89,7 +114,7 @@ class StepCollector:
             vector_steps = min(vector_steps, self._vector_steps_to(self._max_env_step, ctx))
         steps, held_bytes = [], 0
         for done in range(1, vector_steps + 1):
-            step = self._env.step(_act(self._policy, self._env, ctx, self._random_action_steps))
+            step = self._acting.step(ctx)
             _count(ctx, step)
             ready = self._clean.add(step)
             if ready is not None:
@@ -129,13 +154,12 @@ class EpisodeCollector:
     def __init__(
         self, cfg: Any, policy: Any, env: VectorEnv, random_collect_size: int = 0, max_env_step: int | None = None
     ) -> None:
-        self._policy = policy
         self._env = env
         self._n_episode = cfg.policy.collect.n_episode
         if self._n_episode is None:
             raise ValueError("config key 'policy.collect.n_episode' must be set for an episode collector")
         self._random_collect_size = random_collect_size
-        self._random_action_steps = random_action_steps(cfg, random_collect_size)
+        self._acting = _Acting(policy, env, random_action_steps(cfg, random_collect_size))
         self._max_env_step = max_env_step
         self._history: list[Batch] = []  # vector steps since the oldest running episode began
         self._start = np.zeros(env.num_envs, dtype=np.int64)  # history index where each episode began
@@ -145,7 +169,7 @@ class EpisodeCollector:
         while (len(episodes) < self._n_episode or ctx.env_step < self._random_collect_size) and (
             self._max_env_step is None or ctx.env_step < self._max_env_step
         ):
-            step = self._env.step(_act(self._policy, self._env, ctx, self._random_action_steps))
+            step = self._acting.step(ctx)
             _count(ctx, step)
             self._history.append(step)
             now = len(self._history) - 1

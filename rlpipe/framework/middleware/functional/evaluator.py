@@ -34,7 +34,8 @@ def evaluation_actions(policy: Any, eps: float = 0.0) -> Callable[[Any], np.ndar
 
 def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 0.0) -> dict[str, np.ndarray]:
     """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset,
-    epsilon-greedy with ``eps`` (see :func:`evaluation_actions`).
+    epsilon-greedy with ``eps`` (see :func:`evaluation_actions`); a policy with memory (its mode's
+    ``memory``) starts each episode from a fresh state.
 
     Episodes are split evenly over the environments and the first ones to finish in each
     environment are counted, so that short episodes are not over-represented.
@@ -55,9 +56,14 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 
     counted: list[FinishedEpisode] = []
     failed_episodes = 0
     act = evaluation_actions(policy, eps)
+    memory = getattr(policy, "memory", None)  # a recurrent policy's states, reset where episodes start
     env.reset()
+    episode_start = np.ones(env.num_envs, dtype=bool)
     while (quota > 0).any():
+        if memory is not None:
+            memory.begin(episode_start)
         step = env.step(act(env.obs))
+        episode_start = step["terminated"] | step["truncated"]
         failed = step.get(FAILED_STEP, np.zeros(env.num_envs, dtype=bool))
         failed_episodes += int(np.count_nonzero(failed & (quota > 0)))  # envs still needed only
         for episode in env.finished_episodes:
