@@ -170,9 +170,23 @@ class StateValue(nn.Module):
 class Actor(nn.Module):
     """What every continuous policy network offers the policy, evaluation and export:
     ``action_shape`` and ``deterministic(obs)``, the action it takes without exploring,
-    ``[B, action_shape]`` in ``[-1, 1]``."""
+    ``[B, action_shape]`` in ``[-1, 1]``. It builds the encoder (``trunk``, ``features`` wide)
+    its subclass puts its heads on."""
 
-    action_shape: int
+    def __init__(
+        self,
+        obs_shape: ObsShape | spaces.Space[Any],
+        action_shape: int,
+        hidden: Sequence[int],
+        encoder: str = "auto",
+        encoder_kwargs: Mapping[str, Any] | None = None,
+        batch_renorm: bool = False,
+    ) -> None:
+        super().__init__()
+        check_sizes(obs_shape, action_shape)
+        self.action_shape = int(action_shape)
+        self.trunk, self.features = make_encoder(observation_space(obs_shape),
+                                                 EncoderConfig(hidden, encoder, batch_renorm, encoder_kwargs or {}))
 
     def deterministic(self, obs: Any) -> torch.Tensor:
         raise NotImplementedError
@@ -191,12 +205,8 @@ class GaussianActor(Actor):
         encoder: str = "auto",
         encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__()
-        check_sizes(obs_shape, action_shape)
-        self.action_shape = int(action_shape)
-        self.trunk, last = make_encoder(observation_space(obs_shape),
-                                        EncoderConfig(hidden, encoder, encoder_kwargs=encoder_kwargs or {}))
-        self.head = nn.Linear(last, self.action_shape)
+        super().__init__(obs_shape, action_shape, hidden, encoder, encoder_kwargs)
+        self.head = nn.Linear(self.features, self.action_shape)
         self.log_std = nn.Parameter(torch.zeros(self.action_shape))
 
     def forward(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -237,13 +247,9 @@ class SquashedGaussianActor(Actor):
         encoder: str = "auto",
         encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__()
-        check_sizes(obs_shape, action_shape)
-        self.action_shape = int(action_shape)
-        self.trunk, last = make_encoder(observation_space(obs_shape),
-                                        EncoderConfig(hidden, encoder, batch_renorm, encoder_kwargs or {}))
-        self.mean_head = nn.Linear(last, self.action_shape)
-        self.log_std_head = nn.Linear(last, self.action_shape)
+        super().__init__(obs_shape, action_shape, hidden, encoder, encoder_kwargs, batch_renorm)
+        self.mean_head = nn.Linear(self.features, self.action_shape)
+        self.log_std_head = nn.Linear(self.features, self.action_shape)
 
     def forward(self, obs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs`` ``[B, *obs_shape]`` -> ``mean`` and clamped ``log_std``, each ``[B, action_shape]``."""
@@ -290,12 +296,8 @@ class DeterministicActor(Actor):
         encoder: str = "auto",
         encoder_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__()
-        check_sizes(obs_shape, action_shape)
-        self.action_shape = int(action_shape)
-        self.trunk, last = make_encoder(observation_space(obs_shape),
-                                        EncoderConfig(hidden, encoder, encoder_kwargs=encoder_kwargs or {}))
-        self.head = nn.Linear(last, self.action_shape)
+        super().__init__(obs_shape, action_shape, hidden, encoder, encoder_kwargs)
+        self.head = nn.Linear(self.features, self.action_shape)
 
     def forward(self, obs: Any) -> torch.Tensor:
         """``obs`` ``[B, *obs_shape]`` -> ``a`` ``[B, action_shape]`` in ``[-1, 1]``."""
