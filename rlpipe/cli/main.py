@@ -72,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
 
     presets = sub.add_parser("presets", help="the built-in presets: algorithm, env, budget and what each is")
     presets.add_argument("--family", default=None,
-                         help="only presets on envs of this family (atari, minatar, minigrid, robotics, gymnasium)")
+                         help="only presets on envs of this family (atari, minatar, minigrid, popgym, robotics, "
+                              "gymnasium)")
 
     config = sub.add_parser("config", help="inspect configs")
     config_sub = config.add_subparsers(dest="config_command", required=True)

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlpipe.config.algorithms import ALGORITHMS
 from rlpipe.entry.agent import Agent, load
 from rlpipe.errors import MissingDependencyError, RlpipeError
 from rlpipe.model.continuous import Actor
@@ -119,6 +120,9 @@ def acting_network(agent: Agent) -> nn.Module:
         names = ", ".join(type(w).__name__ for w in agent.observation_wrappers)
         raise ExportError(f"env '{cfg.env.env_id}' converts its observations in Python ({names}) before the "
                           "policy sees them; export takes array observations only")
+    if ALGORITHMS[cfg.policy.type].sequences:
+        raise ExportError(f"policy.type '{cfg.policy.type}' acts from a recurrent state; export does not take "
+                          "a state in and out yet (use rlpipe.load(RUN).predict(obs, state=...))")
     if isinstance(policy, QLearningPolicy):
         if action_wrappers:
             raise ExportError(f"env '{cfg.env.env_id}' converts discrete actions in Python "

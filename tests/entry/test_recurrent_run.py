@@ -9,6 +9,7 @@ import rlpipe
 from rlpipe.config import load_config
 from rlpipe.framework.middleware.ckpt_handler import latest_checkpoint
 from rlpipe.recipes.build import make_buffer
+from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
 R2D2 = ["run.max_env_step=2000", "run.progress=false", "policy.random_collect_size=300", "policy.learn.batch_size=8",
@@ -59,3 +60,8 @@ def test_an_agent_without_memory_refuses_a_state(tmp_path):
     agent = rlpipe.load(tmp_path / "dqn")
     with pytest.raises(ValueError, match=r"state is for recurrent agents; policy\.type 'dqn' has no memory"):
         agent.predict(np.zeros(4, np.float32), state=np.zeros(4, np.float32))
+
+
+def test_export_refuses_a_recurrent_run_in_one_line(run, tmp_path, capsys):
+    err = one_line_error(capsys, ["export", str(run), "--format", "torchscript", "--out", str(tmp_path / "p.pt")])
+    assert "policy.type 'r2d2' acts from a recurrent state" in err and not (tmp_path / "p.pt").exists()
