@@ -2,6 +2,11 @@
 offline-to-online (each batch shared between the dataset and the online buffer as the config says)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +23,7 @@ from rlpipe.tools.datasets import rollout_dataset
 from rlpipe.utils.checkpoint import load_checkpoint
 from rlpipe.utils.metrics import read_metrics
 
+REPO = Path(__file__).resolve().parents[2]
 SMALL = ["policy.model.encoder_hidden_size_list=[32,32]", "policy.learn.batch_size=32", "run.progress=false",
          "env.n_evaluator_episode=2", "env.evaluator_env_num=2", "policy.eval.evaluator.eval_freq=100"]
 OFFLINE = [*SMALL, "policy.type=td3_bc", "policy.nstep=1", "policy.learn.replay_ratio=null",
@@ -138,3 +144,26 @@ def test_the_seed_learner_trains_from_a_dataset_buffer_in_a_pipeline_without_a_c
         task.use(OffPolicyLearner(cfg, policy.learn_mode, DatasetBuffer(pendulum_data, seed=0)))
         task.run(max_step=3)
     assert policy.train_iter == 150  # three iterations of update_per_collect
+
+
+@pytest.mark.crash
+def test_an_offline_run_killed_mid_run_resumes_to_the_run_straight_through(pendulum_data, tmp_path):
+    overrides = offline(pendulum_data, "run.max_train_iter=600", "run.save_freq=50")
+    straight = rlpipe.train("pendulum-td3", tmp_path / "straight", overrides=overrides)
+    run = tmp_path / "killed"
+    command = [sys.executable, "-m", "rlpipe.cli.main"]
+    process = subprocess.Popen([*command, "train", "pendulum-td3", *overrides, "--run-dir", str(run)], cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list((run / "ckpt").glob("iteration_*.pth.tar")):
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    assert not (run / "ckpt" / "final.pth.tar").exists(), "the run ended before the kill: the test needs a longer run"
+    resumed = rlpipe.train(run / "config.yaml", run, resume=True)
+    assert resumed.summary.train_iter == straight.summary.train_iter == 600
+    a = policy_tensors(tmp_path / "straight" / "ckpt" / "final.pth.tar")
+    b = policy_tensors(run / "ckpt" / "final.pth.tar")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
