@@ -207,13 +207,19 @@ def uses_frame_store(cfg: Config) -> bool:
     return bool(setting)
 
 
+SEQUENCE_INDEX_BYTES = 80
+"""About what the sequence buffer's index adds per stored step (measured: 75 bytes with sequences
+overlapping by half)."""
+
+
 def transition_nbytes(cfg: Config) -> tuple[int, int]:
     """Bytes a full replay buffer takes up front, and bytes per transition (for the message).
 
     A transition holds ``obs`` and ``next_obs`` (float32, or ``uint8`` images) and its action
     (float32 per dimension, or one int64 for a discrete action), reward and flags; with the
     frame store the two stacks are frame slots and each frame is kept once
-    (:func:`~rlpipe.data.buffer.middleware.frame_store.frame_store_nbytes`).
+    (:func:`~rlpipe.data.buffer.middleware.frame_store.frame_store_nbytes`); a sequence policy's
+    steps also hold their recurrent state and the sequence index's share.
     """
     model, size = cfg.policy.model, cfg.policy.other.replay_buffer.replay_buffer_size
     assert model.obs_shape is not None and model.action_shape is not None
@@ -224,6 +230,8 @@ def transition_nbytes(cfg: Config) -> tuple[int, int]:
         need = frame_store_nbytes(size, frame, stack) + size * rest
         return need, need // size
     row = 2 * (1 if model.obs_dtype == "uint8" else 4) * obs_size(model.obs_shape) + rest
+    if ALGORITHMS[cfg.policy.type].sequences:  # each step's recurrent state (an LSTM's h and c) and its index entry
+        row += 4 * model.core_hidden * (2 if model.core == "lstm" else 1) + SEQUENCE_INDEX_BYTES
     return size * row, row
 
 

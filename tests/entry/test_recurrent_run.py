@@ -8,7 +8,7 @@ import pytest
 import rlpipe
 from rlpipe.config import load_config
 from rlpipe.framework.middleware.ckpt_handler import latest_checkpoint
-from rlpipe.recipes.build import make_buffer
+from rlpipe.recipes.build import SEQUENCE_INDEX_BYTES, make_buffer, transition_nbytes
 from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
@@ -65,3 +65,11 @@ def test_an_agent_without_memory_refuses_a_state(tmp_path):
 def test_export_refuses_a_recurrent_run_in_one_line(run, tmp_path, capsys):
     err = one_line_error(capsys, ["export", str(run), "--format", "torchscript", "--out", str(tmp_path / "p.pt")])
     assert "policy.type 'r2d2' acts from a recurrent state" in err and not (tmp_path / "p.pt").exists()
+
+
+@pytest.mark.parametrize(("core", "state_bytes"), [("gru", 4 * 128), ("lstm", 2 * 4 * 128)])
+def test_the_memory_check_counts_each_steps_recurrent_state(core, state_bytes):
+    shapes = ["policy.model.obs_shape=8", "policy.model.action_shape=4", f"policy.model.core={core}"]
+    plain = transition_nbytes(load_config("popgym-repeatprevious-dqn", shapes[:2]))[1]
+    assert transition_nbytes(load_config("popgym-repeatprevious-r2d2", shapes))[1] == (
+        plain + state_bytes + SEQUENCE_INDEX_BYTES)
