@@ -31,6 +31,7 @@ from rlpipe.config.algorithms import (
     ALGORITHM_SECTIONS,
     ALGORITHMS,
     ActionKind,
+    Exploration,
     PolicyType,
     TargetUpdate,
 )
@@ -606,6 +607,10 @@ class DistributedConfig(_Strict):
         400, description="Collectors get the learner's newest weights about every this many of their own env steps."
     )
     max_in_flight: PositiveInt = Field(2, description="Fragments a collector may have outstanding (back-pressure).")
+    epsilon_ladder: bool = Field(
+        False, description="Collector i of N explores with its own fixed epsilon 0.4^(1 + 7i/(N - 1)) (Ape-X's "
+        "ladder; one collector: 0.4) in place of policy.other.eps's schedule (algorithms exploring epsilon-greedily)."
+    )
     max_restarts: int = Field(
         10, ge=-1, description="Times Ray restarts a collector actor whose process died (-1: without limit)."
     )
@@ -714,6 +719,12 @@ class Config(_Strict):
             )
         if policy.priority_IS_weight and not policy.priority:
             raise ValueError("policy.priority_IS_weight needs policy.priority=true")
+        if self.distributed.epsilon_ladder and (
+                self.distributed.backend == "local"
+                or ALGORITHMS[policy.type].exploration_of(policy) is not Exploration.EPSILON):
+            raise ValueError("config key 'distributed.epsilon_ladder' needs collectors on Ray (distributed.backend="
+                             f"ray) and an algorithm exploring epsilon-greedily; policy.type '{policy.type}' with "
+                             f"distributed.backend '{self.distributed.backend}' has no use for it")
         if self.distributed.backend == "ray" and policy.other.her is not None:
             raise ValueError("distributed.backend 'ray' collects single steps; HER's episode collection runs "
                              "with distributed.backend=local")
@@ -725,8 +736,8 @@ class Config(_Strict):
 
     def _check_sequences(self) -> None:
         """What a recurrent policy needs: a core, sequences longer than their burn-in, a stride that
-        leaves no step out, and the parts that know sequences (one process, online, no HER, no
-        learned reward; episode collection is the step collector's job here)."""
+        leaves no step out, and the parts that know sequences (online, no HER, no learned reward,
+        step collection)."""
         policy = self.policy
         collect, learn = policy.collect, policy.learn
         if policy.model.core == "none":
@@ -747,9 +758,6 @@ class Config(_Strict):
         ):
             if value is not None:
                 raise ValueError(f"config key '{key}' cannot be used with policy.type '{policy.type}': {why}")
-        if self.distributed.backend != "local":
-            raise ValueError(f"config key 'distributed.backend': policy.type '{policy.type}' collects with "
-                             "distributed.backend=local only, for now")
 
     def _check_offline(self, offline: OfflineConfig) -> None:
         """What learning from a dataset needs: one-step transitions, no HER or learned reward, and (offline

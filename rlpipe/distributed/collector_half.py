@@ -14,6 +14,7 @@ from typing import Any
 from rlpipe.config import Config
 from rlpipe.distributed.fragment import Fragment, pack_frames
 from rlpipe.framework import OnlineRLContext, Role, Task
+from rlpipe.framework.middleware import epsilon_ladder
 from rlpipe.recipes.build import make_policy, prepare_torch, uses_frame_store
 from rlpipe.recipes.envs import make_vector_env
 from rlpipe.recipes.pipeline import use_collect_half
@@ -26,6 +27,11 @@ envs use ``seed + 10,000``, see :mod:`rlpipe.recipes.envs`)."""
 
 class CollectorHalf:
     """Explore, collect and n-step for one collector of a run, as ``cfg`` describes them.
+
+    Its envs' ids in the fragments are the run's: collector ``i``'s env ``e`` is
+    ``i * env.collector_env_num + e`` (the learner's buffer keeps each env's episodes apart, as
+    sequences need). With ``distributed.epsilon_ladder`` it explores with its own fixed epsilon
+    (:func:`~rlpipe.framework.middleware.functional.explorer.epsilon_ladder`).
 
     ``cfg`` is the learner's config with the model sizes filled in. The policy is built as
     the learner's is, but it never learns: it takes the learner's acting weights
@@ -42,7 +48,9 @@ class CollectorHalf:
         self._pack_frames = uses_frame_store(cfg)
         self._policy = make_policy(cfg.model_copy(update={"seed": self._seed}))
         self._task = Task().add_role(Role.COLLECTOR)
-        use_collect_half(self._task, cfg, self._policy, self._env)
+        eps = epsilon_ladder(index, cfg.distributed.collectors) if cfg.distributed.epsilon_ladder else None
+        use_collect_half(self._task, cfg, self._policy, self._env, eps=eps)
+        self._env_id_offset = index * cfg.env.collector_env_num
         self._task.use(self._hand_over)
         self._version = 0
         self._sequence = 0
@@ -78,6 +86,8 @@ class CollectorHalf:
         """The last middleware: turn this iteration's transitions and counts into the fragment."""
         env_step, env_episode = self._before
         transitions, frames = ctx.trajectories, None
+        if transitions is not None:  # the run's env ids: each collector's envs apart from the others'
+            transitions = {**transitions, "env_id": transitions["env_id"] + self._env_id_offset}
         if self._pack_frames and transitions is not None:
             transitions, frames = pack_frames(transitions)
         self._fragment = Fragment(

@@ -19,6 +19,7 @@ from rlpipe.framework.middleware import (
     StepCollector,
     data_pusher,
     eps_greedy_handler,
+    fixed_eps,
     flush_at_finish,
     interaction_evaluator,
     lr_scheduler,
@@ -68,7 +69,8 @@ class before_train_iter(from_train_iter):  # noqa: N801
 
 
 def use_collect_half(
-    task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False, max_env_step: int | None = None
+    task: Task, cfg: Config, policy: Policy, env: VectorEnv, episodes: bool = False, max_env_step: int | None = None,
+    eps: float | None = None,
 ) -> Task:
     """Add (explore) -> collect -> (n-step) to ``task``: the part of the pipeline that acts
     (role COLLECTOR), leaving the transitions in ``ctx.trajectories`` (one-step rows for a
@@ -81,9 +83,10 @@ def use_collect_half(
     actions unless ``policy.warm_up_actions`` is ``policy``). With
     ``max_env_step`` (a local run's ``run.max_env_step``) collection stops at that count, within
     one vector step; a remote collector counts only its share of the run, so it takes none.
+    ``eps``: a fixed epsilon in place of the schedule (a collector's rung of Ape-X's ladder).
     """
     if ALGORITHMS[cfg.policy.type].exploration_of(cfg.policy) is Exploration.EPSILON:
-        task.use(eps_greedy_handler(cfg))
+        task.use(eps_greedy_handler(cfg) if eps is None else fixed_eps(eps))
     if episodes:
         return task.use(EpisodeCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size, max_env_step))
     task.use(StepCollector(cfg, policy.collect_mode, env, cfg.policy.random_collect_size, max_env_step))

@@ -74,6 +74,33 @@ def test_collectors_explore_on_streams_of_their_own(cfg) -> None:
     assert not np.array_equal(a.transitions["obs"], b.transitions["obs"])
 
 
+def test_collectors_number_their_envs_apart_and_climb_the_epsilon_ladder() -> None:
+    ladder = ["distributed.backend=ray", "distributed.collectors=3", "distributed.epsilon_ladder=true"]
+    with build_parts(load_config("cartpole-dqn", SMALL)) as parts:
+        cfg = parts.cfg.model_copy(update={"distributed": load_config("cartpole-dqn", ladder).distributed})
+    fragments = []
+    for i in range(3):
+        half = CollectorHalf(cfg, index=i)
+        try:
+            fragments.append(half.collect(0))
+        finally:
+            half.close()
+    assert [sorted(set(f.transitions["env_id"].tolist())) for f in fragments] == [
+        [0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert [f.eps for f in fragments] == pytest.approx([0.4, 0.4 ** 4.5, 0.4 ** 8])  # Ape-X's 0.4 ** (1 + 7i/2)
+
+
+@pytest.mark.parametrize(("overrides", "why"), [
+    (["distributed.epsilon_ladder=true"], "distributed.backend 'local' has no use for it"),
+    (["distributed.epsilon_ladder=true", "distributed.backend=ray", "policy.model.noisy=true", "policy.type=c51"],
+     "policy.type 'c51' with distributed.backend 'ray' has no use for it"),
+])
+def test_an_epsilon_ladder_where_it_means_nothing_is_one_line(overrides, why) -> None:
+    with pytest.raises(ConfigError, match=r"config key 'distributed\.epsilon_ladder' needs collectors on Ray") as err:
+        load_config("cartpole-dqn", overrides)
+    assert why in str(err.value) and "\n" not in str(err.value)
+
+
 def test_backend_ray_without_ray_is_one_line(monkeypatch, capsys, tmp_path) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as when it is not installed
     with pytest.raises(MissingDependencyError, match=r"scripts/setup\.sh ray"):

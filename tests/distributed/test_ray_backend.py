@@ -42,14 +42,29 @@ def _stored_transitions(overrides: list[str], run_dir, preset: str = "cartpole-d
     return stored
 
 
-def test_ray_halves_store_what_the_local_pipeline_stores(ray_cluster, tmp_path) -> None:
-    local = _stored_transitions([], tmp_path / "local")
-    remote = _stored_transitions(LOCKSTEP, tmp_path / "ray")
+R2D2 = ["policy.collect.unroll_len=12", "policy.learn.burn_in=4", "policy.collect.sequence_stride=6",
+        "policy.model.core_hidden=16", "policy.learn.batch_size=8", "policy.eval.evaluator.eval_every_env_steps=null"]
+"""A small R2D2 on POPGym's RepeatPrevious."""
+
+
+@pytest.mark.parametrize(("preset", "more"), [("cartpole-dqn", []), ("popgym-repeatprevious-r2d2", R2D2)])
+def test_ray_halves_store_what_the_local_pipeline_stores(ray_cluster, tmp_path, preset, more) -> None:
+    local = _stored_transitions(more, tmp_path / "local", preset)
+    remote = _stored_transitions([*LOCKSTEP, *more], tmp_path / "ray", preset)
     assert len(local) == len(remote) > 20
     for a, b in zip(local, remote, strict=True):
         assert a.keys() == b.keys()
         for key in a:
             np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_r2d2_learns_from_two_collectors_whose_envs_stay_apart(ray_cluster, tmp_path) -> None:
+    ladder = ["distributed.backend=ray", "distributed.collectors=2", "distributed.epsilon_ladder=true"]
+    stored = _stored_transitions([*ladder, *R2D2], tmp_path / "r2d2", "popgym-repeatprevious-r2d2")
+    env_ids = np.concatenate([batch["env_id"] for batch in stored])
+    assert sorted(set(env_ids.tolist())) == list(range(8))  # collector 1's four envs follow collector 0's
+    summary = json.loads((tmp_path / "r2d2" / "summary.json").read_text())
+    assert summary["env_step"] >= 1200 and summary["train_iter"] > 0
 
 
 PONG = ["policy.learn.update_per_collect=1", "policy.learn.batch_size=8",

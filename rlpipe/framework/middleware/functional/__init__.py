@@ -9,7 +9,12 @@ from rlpipe.framework.middleware.functional.evaluator import (
     evaluation_actions,
     interaction_evaluator,
 )
-from rlpipe.framework.middleware.functional.explorer import eps_greedy_handler, epsilon_schedule
+from rlpipe.framework.middleware.functional.explorer import (
+    eps_greedy_handler,
+    epsilon_ladder,
+    epsilon_schedule,
+    fixed_eps,
+)
 from rlpipe.framework.middleware.functional.her import her_data_enhancer
 from rlpipe.framework.middleware.functional.logger import online_logger, progress_bar
 from rlpipe.framework.middleware.functional.lr_scheduler import lr_scheduler, scheduled_learning_rates
@@ -22,9 +27,11 @@ __all__ = [
     "TrainingDivergedError",
     "data_pusher",
     "eps_greedy_handler",
+    "epsilon_ladder",
     "epsilon_schedule",
     "evaluate_episodes",
     "evaluation_actions",
+    "fixed_eps",
     "her_data_enhancer",
     "interaction_evaluator",
     "lr_scheduler",

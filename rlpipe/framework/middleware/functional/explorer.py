@@ -35,3 +35,19 @@ def eps_greedy_handler(cfg: Any) -> Callable[[OnlineRLContext], None]:
         ctx.collect_kwargs["eps"] = schedule(ctx.env_step)
 
     return _handle
+
+
+def fixed_eps(eps: float) -> Callable[[OnlineRLContext], None]:
+    """Set ``ctx.collect_kwargs['eps']`` to ``eps`` every time (one collector's own epsilon)."""
+
+    def _handle(ctx: OnlineRLContext) -> None:
+        ctx.collect_kwargs["eps"] = eps
+
+    return _handle
+
+
+def epsilon_ladder(index: int, collectors: int) -> float:
+    """Ape-X's epsilon of collector ``index`` of ``collectors`` (Horgan et al. 2018):
+    ``0.4 ** (1 + 7 * index / (collectors - 1))``, from 0.4 down to about 0.00066; 0.4 for one."""
+    return 0.4 ** (1 + 7 * index / (collectors - 1)) if collectors > 1 else 0.4
+
