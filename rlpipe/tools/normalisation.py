@@ -85,7 +85,7 @@ def load_normaliser(spec: str) -> Normaliser:
         if high == low:
             raise NormalisationError(f"--normalise: {path}: task '{task}' has low == high ({low})")
         table[str(task)] = (low, high)
-    return Normaliser(str(path), table)
+    return Normaliser(path.name, table)  # its name, not where it lies: a report reads the same from any folder
 
 
 def minatar_table() -> dict[str, tuple[float, float]]:

@@ -130,7 +130,8 @@ BENCHES: dict[str, Bench] = {
         peer_ratios=sb3("sb3_ratio", "td3_sb3_ratio", "floor_sb3_ratio", "bf16_sb3_ratio", "td3_bf16_sb3_ratio"),
     ),
     "sequence": Bench(keys("steps", "sequence_len", "batch", "sequences", "numpy_gather_us", "rlpipe_sample_us",
-                           "numpy_take_us", "gather_ratio", "take_ratio", "push16_us")),
+                           "numpy_take_us", "gather_ratio", "take_ratio", "push16_us", "rlpipe_r2d2_updates_per_s",
+                           "hand_r2d2_updates_per_s", "hand_ratio")),
 }
 MARKS = {"distributed": [pytest.mark.ray]}
 """None is marked slow: every quick run took 2-14 s on the loaded 2-core development machine."""

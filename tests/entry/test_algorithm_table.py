@@ -17,6 +17,7 @@ from rlpipe.policy import C51Policy, CrossQPolicy, DDPGPolicy, DQNPolicy, QRDQNP
 from rlpipe.policy.bc import BCPolicy
 from rlpipe.policy.cql import CQLPolicy
 from rlpipe.policy.iql import IQLPolicy
+from rlpipe.policy.r2d2 import R2D2Policy
 from rlpipe.policy.td3_bc import TD3BCPolicy
 from rlpipe.recipes import build
 from rlpipe.recipes.build import build_parts, check_buffer_fits, make_policy, policy_class
@@ -29,7 +30,7 @@ SMALL = ["env.collector_env_num=2", "env.evaluator_env_num=1", "policy.collect.n
 def test_each_row_names_its_policy_class():
     expected = {"dqn": DQNPolicy, "c51": C51Policy, "qrdqn": QRDQNPolicy, "sac": SACPolicy, "td3": TD3Policy,
                 "ddpg": DDPGPolicy, "crossq": CrossQPolicy, "td3_bc": TD3BCPolicy, "iql": IQLPolicy, "cql": CQLPolicy,
-                "bc": BCPolicy}
+                "bc": BCPolicy, "r2d2": R2D2Policy}
     assert {name: policy_class(name) for name in ALGORITHMS} == expected
 
 

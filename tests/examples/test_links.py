@@ -58,6 +58,6 @@ def test_the_link_check_sees_links_and_refuses_broken_ones():
     readme = ROOT / "README.md"
     assert any(link.startswith("docs/") for link in links(readme))
     assert slug("SAC, TD3, DDPG: logged `metrics`") == "sac-td3-ddpg-logged-metrics"
-    assert resolves(readme, "docs/results.md#cartpole-dqn") and resolves(readme, "https://example.org/x")
+    assert resolves(readme, "docs/results.md#cartpole-and-bit-flipping-10-seeds") and resolves(readme, "https://example.org/x")
     assert not resolves(readme, "docs/no-such-page.md")
     assert not resolves(readme, "docs/results.md#no-such-heading")

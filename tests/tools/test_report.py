@@ -80,6 +80,7 @@ def test_a_normalisation_file(tmp_path):
     path.write_text("CartPole-v1: {low: 0, high: 500}\n")
     report = build_report(results(), normaliser=load_normaliser(str(path)))
     assert report.aggregates[0].final["mean"].value == pytest.approx(370.0 / 500.0)
+    assert load_normaliser(str(path)).name == "norm.yaml"  # a report reads the same from any folder
     path.write_text("CartPole-v1: {low: 0}\n")
     with pytest.raises(NormalisationError, match="task 'CartPole-v1' needs low and high"):
         load_normaliser(str(path))
