@@ -609,7 +609,7 @@ class DistributedConfig(_Strict):
     max_in_flight: PositiveInt = Field(2, description="Fragments a collector may have outstanding (back-pressure).")
     epsilon_ladder: bool = Field(
         False, description="Collector i of N explores with its own fixed epsilon 0.4^(1 + 7i/(N - 1)) (Ape-X's "
-        "ladder; one collector: 0.4) in place of policy.other.eps's schedule (algorithms exploring epsilon-greedily)."
+        "ladder; one collector: 0.4) in place of the epsilon schedule (algorithms exploring epsilon-greedily)."
     )
     max_restarts: int = Field(
         10, ge=-1, description="Times Ray restarts a collector actor whose process died (-1: without limit)."
