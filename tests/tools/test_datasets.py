@@ -3,6 +3,9 @@ where they came from; bad input is one line and writes nothing."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,3 +99,15 @@ def test_a_run_with_n_step_returns_is_refused(tmp_path, capsys):
     rlpipe.train("cartpole-dqn", run, overrides=[*TINY_RUN, "policy.nstep=3"])
     err = one_line_error(capsys, ["dataset", "from-run", str(run), "--out", str(tmp_path / "out")])
     assert "stored 3-step returns (policy.nstep=3); a dataset holds one-step transitions" in err
+
+
+def test_the_installed_command_makes_a_dataset_a_run_trains_on(cartpole_run, tmp_path):
+    """As a user does: the console script, in processes of its own."""
+    script = Path(sys.executable).parent / "rlpipe"
+    subprocess.run([str(script), "dataset", "rollout", str(cartpole_run), "--episodes", "2", "--out",
+                    str(tmp_path / "d")], check=True, capture_output=True, text=True)
+    info = json.loads(subprocess.run([str(script), "dataset", "info", str(tmp_path / "d")], check=True,
+                                     capture_output=True, text=True).stdout)
+    assert info["size"] == Dataset.open(tmp_path / "d").size > 0 and info["episodes"]["count"] == 2
+    bad = subprocess.run([str(script), "dataset", "info", str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "does not exist" in bad.stderr
