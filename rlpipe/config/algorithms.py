@@ -124,6 +124,8 @@ class Algorithm:
     collector had at their start (a sequence replay buffer; n-step returns inside the policy)."""
     noisy_nets: bool = False
     """Whether ``policy.model.noisy=true`` replaces its :attr:`exploration` with noisy networks."""
+    learns_from_rewards: bool = True
+    """Whether its losses read rewards (and so ``learn.reward_scale``); behaviour cloning's does not."""
 
     @property
     def target_networks(self) -> bool:
@@ -145,7 +147,8 @@ class Algorithm:
 
     def keys_for(self, exploration: Exploration) -> tuple[str, ...]:
         """Every algorithm-dependent key (under ``policy.``) it reads when exploring ``exploration``."""
-        own = (*(f"learn.{k}" for k in self.learn), *(f"model.{k}" for k in self.model),
+        own = (*(f"learn.{k}" for k in self.learn), *(("learn.reward_scale",) if self.learns_from_rewards else ()),
+               *(f"model.{k}" for k in self.model),
                *(f"collect.{k}" for k in self.collect))
         return (*SHARED_KEYS, *own, *TARGET_KEYS[self.target_update], *EXPLORATION_KEYS[exploration],
                 *ACTION_KIND_KEYS[self.action_kind])
@@ -214,7 +217,8 @@ ALGORITHMS: Mapping[str, Algorithm] = {
             "r2d2", "rlpipe.policy.r2d2:R2D2Policy", ActionKind.DISCRETE, Exploration.EPSILON,
             TargetUpdate.HARD_OR_SOFT, learn=("learning_rate", "double_q", "burn_in", "value_rescale",
                                               "priority_eta", "stored_state"),
-            model=("dueling", "core", "core_hidden"), collect=("sequence_stride",), sequences=True,
+            model=("dueling", "core", "core_hidden"), collect=("sequence_stride", "initial_priority"),
+            sequences=True,
         ),
         Algorithm(
             "sac", "rlpipe.policy.sac:SACPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,
@@ -244,7 +248,7 @@ ALGORITHMS: Mapping[str, Algorithm] = {
         ),
         Algorithm(
             "bc", "rlpipe.policy.bc:BCPolicy", ActionKind.CONTINUOUS, Exploration.GAUSSIAN_NOISE,
-            TargetUpdate.NONE, learn=("learning_rate_actor",), model=("obs_norm",),
+            TargetUpdate.NONE, learn=("learning_rate_actor",), model=("obs_norm",), learns_from_rewards=False,
         ),
         Algorithm(
             "crossq", "rlpipe.policy.crossq:CrossQPolicy", ActionKind.CONTINUOUS, Exploration.SAMPLING,

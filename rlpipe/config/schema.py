@@ -270,6 +270,10 @@ class LearnConfig(_Strict):
     target_theta: float | None = Field(
         None, gt=0, le=1, description="Soft (Polyak) target update rate; when set, replaces hard updates."
     )
+    reward_scale: PositiveFloat = Field(
+        1.0, description="Factor on the rewards the losses learn from (data and reported returns stay as the env "
+        "gave them): brings tiny rewards (POPGym's sum to 1 per episode) to the scale Adam and value rescaling suit.",
+    )
     grad_clip: float | None = Field(10.0, gt=0, description="Max gradient norm; None disables clipping.")
     precision: Precision = Field(
         "fp32",
@@ -329,6 +333,11 @@ class CollectConfig(_Strict):
     sequence_stride: PositiveInt | None = Field(
         None, description="Steps between the starts of two stored sequences of an episode (r2d2); None: half "
         "of unroll_len (R2D2's sequences overlap by half)."
+    )
+    initial_priority: bool = Field(
+        False, description="Collectors estimate each step's TD error with their own network, and a new sequence "
+        "enters priority replay at R2D2's eta mix of them (Ape-X's actor-side priorities) instead of at the "
+        "largest priority seen (r2d2, with policy.priority)."
     )
     noise_sigma: float = Field(
         0.1, ge=0, description="Std of the Gaussian exploration noise on [-1, 1] actions (td3, ddpg)."
@@ -750,6 +759,9 @@ class Config(_Strict):
             raise ValueError(f"config key 'policy.collect.sequence_stride' ({collect.sequence_stride}) is longer "
                              f"than a sequence (policy.collect.unroll_len {collect.unroll_len}): steps between "
                              "sequences would never be learned from")
+        if collect.initial_priority and not policy.priority:
+            raise ValueError("config key 'policy.collect.initial_priority' needs policy.priority: true (it sets the "
+                             "priorities new sequences enter priority replay with)")
         for key, value, why in (
             ("policy.other.her", policy.other.her, "HER relabels single steps"),
             ("reward_model", self.reward_model, "learned rewards are computed on single steps"),

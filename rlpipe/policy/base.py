@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from rlpipe.policy.memory import RecurrentMemory
 
 
@@ -26,10 +28,16 @@ class PolicyMode(NamedTuple):
     reads ``memory.stored()`` for the row's ``core_state`` column (a collector), then
     ``forward(obs, ...)``, which acts from the memory's states and advances them. Without one
     (``None``: feedforward policies, and every ``learn_mode``) ``forward`` is all there is.
+
+    A collect mode may also give ``initial_td``: a collected step batch (``obs``, ``action``,
+    ``reward``, ``next_obs``, ``terminated`` and, with memory, ``core_state``) -> each row's
+    ``|TD error|`` float32 ``[N]`` as the acting network estimates it, which the collector records
+    as the rows' ``initial_td`` column (Ape-X's actor-side priorities).
     """
 
     forward: Callable[..., Any]
     memory: RecurrentMemory | None = None
+    initial_td: Callable[[Mapping[str, Any]], np.ndarray] | None = None
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ each network converts them to float (:mod:`rlpipe.model.encoders`).
 from __future__ import annotations
 
 import logging
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, get_args
@@ -98,7 +99,7 @@ def joined(first: Observation, second: Observation) -> Observation:
 class PolicyFrame(ABC):
     """The frame of every policy around its update rule.
 
-    It reads ``cuda``, ``discount_factor``, ``nstep``, ``learn.grad_clip``,
+    It reads ``cuda``, ``discount_factor``, ``nstep``, ``learn.reward_scale`` (absent: 1), ``learn.grad_clip``,
     ``learn.adam_betas`` (absent: Adam's defaults) and ``learn.precision`` (absent: fp32), owns
     the device, the update counter and the random streams (:meth:`_make_rng`,
     :class:`~rlpipe.policy.streams.RandomStreams`), wires
@@ -122,6 +123,9 @@ class PolicyFrame(ABC):
     def __init__(self, cfg: Any, seed: int) -> None:
         self._gamma = float(cfg.discount_factor)
         self._nstep = int(cfg.nstep)
+        self._reward_scale = float(getattr(cfg.learn, "reward_scale", 1.0))
+        if not (math.isfinite(self._reward_scale) and self._reward_scale > 0):
+            raise ValueError(f"cfg.learn.reward_scale must be a positive number, got {self._reward_scale}")
         self._grad_clip = None if cfg.learn.grad_clip is None else float(cfg.learn.grad_clip)
         self._adam_betas = adam_betas_of(cfg.learn)
         self._device = device_of(cfg)
@@ -216,7 +220,8 @@ class PolicyFrame(ABC):
         """A columnar batch as tensors; ``value_gamma`` falls back to ``gamma`` only for 1-step returns.
 
         The columns of one value per row (``reward``, ``terminated``, ``value_gamma``, ``weight``)
-        may be ``[B]`` or DI-engine's ``[B, 1]``; they become ``[B]``."""
+        may be ``[B]`` or DI-engine's ``[B, 1]``; they become ``[B]``. ``reward`` comes times
+        ``learn.reward_scale``."""
 
         def column(name: str, value: Any) -> torch.Tensor:
             return per_sample(name, torch.as_tensor(value, dtype=torch.float32, device=self._device))
@@ -230,12 +235,16 @@ class PolicyFrame(ABC):
         return TransitionBatch(
             self._observations(batch["obs"]),
             self._actions(torch.as_tensor(batch["action"], dtype=self.action_dtype, device=self._device)),
-            column("reward", batch["reward"]),
+            self._scaled_rewards(column("reward", batch["reward"])),
             self._observations(batch["next_obs"]),
             column("terminated" if "terminated" in batch else "done", terminated_of(batch, "a learning batch")),
             value_gamma,
             column("weight", batch["weight"]) if "weight" in batch else None,
         )
+
+    def _scaled_rewards(self, reward: torch.Tensor) -> torch.Tensor:
+        """``reward`` as the losses learn from it: times ``learn.reward_scale`` (the data keeps the env's)."""
+        return reward if self._reward_scale == 1.0 else reward * self._reward_scale
 
     # ---- checkpointing ----------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

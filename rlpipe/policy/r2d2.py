@@ -170,6 +170,7 @@ class R2D2Policy(QLearningPolicy):
     ``collect_mode`` and ``eval_mode`` each carry a :class:`~rlpipe.policy.memory.RecurrentMemory`
     (see :class:`~rlpipe.policy.base.PolicyMode`); :meth:`act` acts from given states. The memories
     are not checkpointed: a resumed run starts new episodes, whose first ``begin`` zeroes them.
+    With ``collect.initial_priority`` (absent: off) ``collect_mode`` also gives :meth:`initial_td`.
     """
 
     model: RecurrentQ
@@ -185,6 +186,8 @@ class R2D2Policy(QLearningPolicy):
             raise ValueError(f"cfg.learn.burn_in must be >= 0 and cfg.learn.priority_eta in [0, 1], got "
                              f"{self._burn_in} and {self._priority_eta}")
         super().__init__(cfg, model, seed)
+        if getattr(getattr(cfg, "collect", None), "initial_priority", False):
+            self.collect_mode = self.collect_mode._replace(initial_td=self.initial_td)
 
     def build_model(self, model_cfg: Any) -> nn.Module:
         obs_space, action_shape = model_shapes(model_cfg)
@@ -266,11 +269,34 @@ class R2D2Policy(QLearningPolicy):
                                  f"got shape {tuple(value.shape)}")
         weight = column("weight", torch.float32) if "weight" in batch else None
         return SequenceBatch(
-            self._observations(batch["obs"]), action, columns["reward"], self._observations(batch["next_obs"]),
+            self._observations(batch["obs"]), action, self._scaled_rewards(columns["reward"]),
+            self._observations(batch["next_obs"]),
             columns["terminated"], columns["truncated"], columns["mask"],
             column("core_state", torch.float32) if self._stored_state else None,
             None if weight is None else per_sample("weight", weight, "one importance weight per sequence"),
         )
+
+    @torch.no_grad()
+    def initial_td(self, step: Mapping[str, Any]) -> np.ndarray:
+        """Each collected row's one-step ``|TD error|`` float32 ``[N]`` as the acting (online) network
+        sees it, from the row's ``core_state``: ``|h(k r + gamma (1 - terminated) h^-1(Q(s', a*))) - Q(s, a)|``
+        (``h`` the value rescaling when on, ``k`` ``learn.reward_scale``, ``a*`` the greedy action at
+        ``s'`` from the state after ``s``). Ape-X's actors estimate the priorities of what they send
+        with their copy of the network; one step and no target network keep the collector's cost at
+        two more steps of its network per row."""
+        state = torch.as_tensor(step["core_state"], dtype=torch.float32, device=self._device)
+        q, after = self.model.step(self._observations(step["obs"]), state)
+        q_next, _ = self.model.step(self._observations(step["next_obs"]), after)
+        action = torch.as_tensor(step["action"], dtype=torch.int64, device=self._device)
+        reward = self._scaled_rewards(torch.as_tensor(step["reward"], dtype=torch.float32, device=self._device))
+        alive = 1.0 - torch.as_tensor(step["terminated"], dtype=torch.float32, device=self._device)
+        best = q_next.max(dim=1).values
+        if self._value_rescale:
+            target = value_rescale(reward + self._gamma * alive * inverse_value_rescale(best))
+        else:
+            target = reward + self._gamma * alive * best
+        td = target - q.gather(1, action.unsqueeze(1)).squeeze(1)
+        return td.abs().float().cpu().numpy()
 
     # ---- acting ----------------------------------------------------------------------------
     def act(self, obs: ArrayLike, state: ArrayLike, eps: float = 0.0) -> tuple[np.ndarray, torch.Tensor]:

@@ -263,7 +263,7 @@ def make_buffer(cfg: Config) -> Buffer:
     replay, collect = cfg.policy.other.replay_buffer, cfg.policy.collect
     return SequenceBuffer(replay.replay_buffer_size, collect.unroll_len, collect.sequence_stride, seed=cfg.seed,
                           priority=cfg.policy.priority, priority_alpha=replay.priority_power_factor,
-                          priority_beta=replay.IS_weight_power_factor)
+                          priority_beta=replay.IS_weight_power_factor, priority_eta=cfg.policy.learn.priority_eta)
 
 
 def make_transition_buffer(cfg: Config) -> DequeBuffer:

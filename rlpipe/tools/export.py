@@ -4,7 +4,10 @@ without rlpipe (the ONNX route needs the ``export`` extra).
 The exported graph computes what ``rlpipe.load(run).predict(obs, deterministic=True)`` does,
 for a batch: it takes the observations ``predict`` takes as ``[N, *obs_shape]`` (float32, or
 images in their own integer dtype, e.g. MinAtar's ``uint8 [N, C, 10, 10]``) and returns the
-env's actions, ``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``, with C51's
+env's actions. A recurrent agent's graph (r2d2) also takes ``state`` float32 ``[N, S]`` (zeros at
+an episode's start) and returns ``next_state``, to feed back with the episode's next observation,
+as ``predict(obs, state=...)`` does. Actions are
+``int64 [N]`` for the DQN family (the greedy action, ``argmax_a Q(s, a)``, with C51's
 and QR-DQN's ``Q`` the mean of the return distribution, noisy layers at their means) and
 ``float32 [N, action_dim]`` for the actor-critics (the actor's deterministic action: ``tanh(mean)``
 of SAC's, CrossQ's and CQL's squashed Gaussian, ``mu(s)`` of TD3's, DDPG's, TD3+BC's and BC's
@@ -23,23 +26,27 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
-from rlpipe.config.algorithms import ALGORITHMS
 from rlpipe.entry.agent import Agent, load
 from rlpipe.errors import MissingDependencyError, RlpipeError
 from rlpipe.model.continuous import Actor
+from rlpipe.model.recurrent import RecurrentQ
 from rlpipe.policy.actor_critic import OBS_NORM_CLIP, ActorCriticPolicy
+from rlpipe.policy.base import RecurrentPolicy
 from rlpipe.policy.q_learning import QLearningPolicy
 from rlpipe.utils.running_stats import RunningMeanStd
 
 FORMATS = ("onnx", "torchscript")
 ONNX_OPSET = 17
 INPUT_NAME, OUTPUT_NAME = "obs", "action"
+STATE_INPUT_NAME, STATE_OUTPUT_NAME = "state", "next_state"
+"""A recurrent graph's extra input and output (ONNX names must differ between the two)."""
 
 
 class ExportError(RlpipeError, ValueError):
@@ -58,6 +65,19 @@ class GreedyAction(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self._q_values(self.q_network(obs)).argmax(dim=1)
+
+
+class RecurrentGreedyAction(nn.Module):
+    """``(obs [N, *obs_shape], state float32 [N, S])`` -> ``(argmax_a Q, int64 [N], next_state
+    float32 [N, S])``: one step of a recurrent Q-network (:class:`~rlpipe.model.recurrent.RecurrentQ`)."""
+
+    def __init__(self, q_network: RecurrentQ) -> None:
+        super().__init__()
+        self.q_network = q_network
+
+    def forward(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q, next_state = self.q_network.step(obs, state)
+        return q.argmax(dim=1), next_state
 
 
 class DeterministicAction(nn.Module):
@@ -120,13 +140,12 @@ def acting_network(agent: Agent) -> nn.Module:
         names = ", ".join(type(w).__name__ for w in agent.observation_wrappers)
         raise ExportError(f"env '{cfg.env.env_id}' converts its observations in Python ({names}) before the "
                           "policy sees them; export takes array observations only")
-    if ALGORITHMS[cfg.policy.type].sequences:
-        raise ExportError(f"policy.type '{cfg.policy.type}' acts from a recurrent state; export does not take "
-                          "a state in and out yet (use rlpipe.load(RUN).predict(obs, state=...))")
     if isinstance(policy, QLearningPolicy):
         if action_wrappers:
             raise ExportError(f"env '{cfg.env.env_id}' converts discrete actions in Python "
                               f"({type(action_wrappers[0]).__name__}); export cannot")
+        if agent.recurrent:
+            return RecurrentGreedyAction(cast(RecurrentQ, copy.deepcopy(policy.model).cpu()))
         return GreedyAction(copy.deepcopy(policy.model).cpu(), policy.q_values)
     if not isinstance(policy, ActorCriticPolicy):
         raise ExportError(f"policy.type '{cfg.policy.type}' has no exporter")
@@ -139,7 +158,16 @@ def acting_network(agent: Agent) -> nn.Module:
     return DeterministicAction(copy.deepcopy(policy.actor).cpu(), obs_stats, gain, bias)
 
 
-def _save_onnx(module: nn.Module, example: torch.Tensor, out: Path) -> None:
+@dataclass(frozen=True)
+class _Signature:
+    """A graph's example inputs and the names of its inputs and outputs, in order."""
+
+    examples: tuple[torch.Tensor, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+def _save_onnx(module: nn.Module, signature: _Signature, out: Path) -> None:
     try:
         import onnx  # noqa: F401 - torch.onnx.export needs it
     except ImportError:
@@ -148,26 +176,29 @@ def _save_onnx(module: nn.Module, example: torch.Tensor, out: Path) -> None:
         # torch's TorchScript-based ONNX exporter warns that it is deprecated in favour of the
         # torch.export one, which needs onnxscript besides onnx; this one still serves these MLPs.
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(module, (example,), str(out), dynamo=False, opset_version=ONNX_OPSET,
-                          input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
-                          dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
+        # its advice for recurrent layers is to take the start state as an input, which recurrent graphs do
+        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size other than 1")
+        torch.onnx.export(module, signature.examples, str(out), dynamo=False, opset_version=ONNX_OPSET,
+                          input_names=list(signature.inputs), output_names=list(signature.outputs),
+                          dynamic_axes={name: {0: "batch"} for name in (*signature.inputs, *signature.outputs)})
 
 
-def _save_torchscript(module: nn.Module, example: torch.Tensor, out: Path) -> None:
+def _save_torchscript(module: nn.Module, signature: _Signature, out: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated; TorchScript is what was asked
-        torch.jit.trace(module, (example,), check_trace=False).save(str(out))
+        torch.jit.trace(module, signature.examples, check_trace=False).save(str(out))
 
 
-def _save(format: str, module: nn.Module, example: torch.Tensor, out: Path) -> None:
-    """Trace ``module`` on ``example`` into ``out``. The networks' checks of the observation size
-    become constants of the trace (torch warns so): right, since the graph fixes that size."""
+def _save(format: str, module: nn.Module, signature: _Signature, out: Path) -> None:
+    """Trace ``module`` on the signature's examples into ``out``. The networks' checks of the
+    observation size become constants of the trace (torch warns so): right, since the graph fixes
+    that size."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        SAVERS[format](module, example, out)
+        SAVERS[format](module, signature, out)
 
 
-SAVERS: dict[str, Callable[[nn.Module, torch.Tensor, Path], None]] = {
+SAVERS: dict[str, Callable[[nn.Module, _Signature, Path], None]] = {
     "onnx": _save_onnx, "torchscript": _save_torchscript,
 }
 
@@ -182,14 +213,24 @@ def export_run(run: str | Path, out: str | Path, format: str = "onnx") -> Export
     obs_shape = tuple(agent.observation_space.shape or ())
     # images keep their integer dtype: the graph's encoder scales them as in training
     obs_dtype = torch.uint8 if agent.observation_space.dtype == np.uint8 else torch.float32
-    example = torch.zeros((2, *obs_shape), dtype=obs_dtype)
+    signature = _Signature((torch.zeros((2, *obs_shape), dtype=obs_dtype),), (INPUT_NAME,), (OUTPUT_NAME,))
+    if agent.recurrent:
+        state = cast(RecurrentPolicy, agent.policy).initial_state(2).cpu()
+        signature = _Signature((*signature.examples, state), (INPUT_NAME, STATE_INPUT_NAME),
+                               (OUTPUT_NAME, STATE_OUTPUT_NAME))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
-        _save(format, module, example, out)
-        action = module(example)
-    kind = "int64 [N]" if action.dtype == torch.int64 else f"float32 [N, {action.shape[1]}]"
-    given = f"{INPUT_NAME}: {str(obs_dtype).removeprefix('torch.')} [N, {', '.join(map(str, obs_shape))}]"
-    return ExportedGraph(str(out), format, given,
-                         f"{OUTPUT_NAME}: {kind}")
+        _save(format, module, signature, out)
+        results = module(*signature.examples)
+    results = results if isinstance(results, tuple) else (results,)
+    described = ", ".join(f"{name}: {_described(value)}" for name, value in zip(signature.inputs, signature.examples,
+                                                                                 strict=True))
+    returned = ", ".join(f"{name}: {_described(value)}" for name, value in zip(signature.outputs, results, strict=True))
+    return ExportedGraph(str(out), format, described, returned)
+
+
+def _described(value: torch.Tensor) -> str:
+    """``dtype [N, ...]``: a graph input's or output's type, its batch dimension named ``N``."""
+    return f"{str(value.dtype).removeprefix('torch.')} [{', '.join(['N', *map(str, value.shape[1:])])}]"
 

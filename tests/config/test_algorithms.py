@@ -115,6 +115,9 @@ def test_the_config_layer_imports_no_policy():
     ("pendulum-td3", "policy.eval.eps=0.05",
      "config key 'policy.eval.eps' is not read by policy.type 'td3': remove it (it is read by dqn, c51, qrdqn, "
      "r2d2)"),
+    ("hopper-medium-bc", "policy.learn.reward_scale=2",
+     "config key 'policy.learn.reward_scale' is not read by policy.type 'bc': remove it (it is read by dqn, c51, "
+     "qrdqn, r2d2, sac, td3, ddpg, td3_bc, iql, cql, crossq)"),
     ("pendulum-sac", "policy.model.dueling=true",
      "config key 'policy.model.dueling' is not read by policy.type 'sac': remove it (it is read by dqn, c51, "
          "qrdqn, r2d2)"),
@@ -197,3 +200,26 @@ def test_learning_rate_keys_name_the_algorithms_own_keys():
                                          "policy.learn.learning_rate_alpha")
     assert learning_rate_keys("dqn") == ("policy.learn.learning_rate",)
     assert learning_rate_keys(None) == learning_rate_keys("dqn_command") == ("policy.learn.learning_rate",)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("policy.model.core=none",
+     "config key 'policy.model.core': policy.type 'r2d2' needs a recurrent core (gru or lstm)"),
+    ("policy.learn.burn_in=50", "config key 'policy.collect.unroll_len' (50) must exceed policy.learn.burn_in (50): "
+     "a sequence needs steps to learn from"),
+    ("policy.collect.sequence_stride=60", "config key 'policy.collect.sequence_stride' (60) is longer than a sequence "
+     "(policy.collect.unroll_len 50): steps between sequences would never be learned from"),
+    ("policy.collect.n_episode=2", "config key 'policy.collect.n_episode' cannot be used with policy.type 'r2d2': it "
+     "collects steps (policy.collect.n_sample)"),
+])
+def test_what_a_recurrent_policy_cannot_work_with_is_one_line(override, message):
+    with pytest.raises(ConfigError) as err:
+        load_config("popgym-repeatprevious-r2d2", [override])
+    assert str(err.value) == message
+
+
+def test_initial_priorities_need_priority_replay():
+    with pytest.raises(ConfigError, match=r"^config key 'policy.collect.initial_priority' needs policy.priority: true"):
+        load_config("popgym-repeatprevious-r2d2", ["policy.collect.initial_priority=true", "policy.priority=false"])
+    cfg = load_config("popgym-repeatprevious-r2d2", ["policy.collect.initial_priority=true"])
+    assert cfg.policy.collect.initial_priority

@@ -2,14 +2,17 @@
 and its agent acts with the state it hands back."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import torch
 
 import rlpipe
+from rlpipe.cli.main import main
 from rlpipe.config import load_config
 from rlpipe.framework.middleware.ckpt_handler import latest_checkpoint
 from rlpipe.recipes.build import SEQUENCE_INDEX_BYTES, make_buffer, transition_nbytes
-from tests.cli_errors import one_line_error
 from tests.tiny_run import TINY_RUN
 
 R2D2 = ["run.max_env_step=2000", "run.progress=false", "policy.random_collect_size=300", "policy.learn.batch_size=8",
@@ -62,9 +65,40 @@ def test_an_agent_without_memory_refuses_a_state(tmp_path):
         agent.predict(np.zeros(4, np.float32), state=np.zeros(4, np.float32))
 
 
-def test_export_refuses_a_recurrent_run_in_one_line(run, tmp_path, capsys):
-    err = one_line_error(capsys, ["export", str(run), "--format", "torchscript", "--out", str(tmp_path / "p.pt")])
-    assert "policy.type 'r2d2' acts from a recurrent state" in err and not (tmp_path / "p.pt").exists()
+def exported_steps(run, fmt, tmp_path, capsys, steps=12, n=5):
+    """The exported graph and ``predict`` over ``steps`` steps of ``n`` envs from fresh states: their actions
+    and states, and what ``rlpipe export`` printed."""
+    out = tmp_path / f"policy.{fmt}"
+    assert main(["export", str(run), "--format", fmt, "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    agent = rlpipe.load(run)
+    if fmt == "onnx":
+        ort = pytest.importorskip("onnxruntime")
+        session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+        graph = lambda obs, state: session.run(None, {"obs": obs, "state": state})  # noqa: E731
+    else:
+        module = torch.jit.load(str(out))
+        graph = lambda obs, state: [x.numpy() for x in module(torch.from_numpy(obs), torch.from_numpy(state))]  # noqa: E731
+    rng, state, graph_state = np.random.default_rng(0), None, np.zeros((n, 16), np.float32)
+    pairs = []
+    for _ in range(steps):
+        obs = rng.integers(4, size=n)
+        action, state = agent.predict(obs, state=state)
+        graph_action, graph_state = graph(obs.astype(np.float32), graph_state)
+        pairs.append((action, state, graph_action, graph_state))
+    return pairs, printed
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
+def test_export_takes_and_returns_the_state_as_predict_does(run, fmt, tmp_path, capsys):
+    pairs, printed = exported_steps(run, fmt, tmp_path, capsys)
+    for action, state, graph_action, graph_state in pairs:
+        np.testing.assert_array_equal(graph_action, action)
+        np.testing.assert_allclose(graph_state, state, rtol=0, atol=1e-5)
+    assert len(np.unique(np.concatenate([pair[0] for pair in pairs]))) > 1  # the steps tell actions apart
+    assert not np.allclose(pairs[-1][1], pairs[0][1])  # the states moved on
+    assert printed["input"] == "obs: float32 [N], state: float32 [N, 16]"
+    assert printed["output"] == "action: int64 [N], next_state: float32 [N, 16]"
 
 
 @pytest.mark.parametrize(("core", "state_bytes"), [("gru", 4 * 128), ("lstm", 2 * 4 * 128)])

@@ -195,3 +195,28 @@ def test_a_new_dqn_family_member_is_a_small_subclass():
     clone = TinyQuantileDQN(dqn_cfg(), seed=1)
     clone.load_state_dict(copy.deepcopy(policy.state_dict()))
     assert clone.train_iter == 1 and same_state(clone.model.state_dict(), policy.model.state_dict())
+
+
+def critic_loss_of_first_update(family, reward_scale, reward_factor):
+    """The TD loss of a fresh policy's first update (``learn.reward_scale`` set) on batch 0's rewards
+    times ``reward_factor``."""
+    torch.manual_seed(0)
+    if family == "dqn":
+        cfg = dqn_cfg()
+        cfg.learn.reward_scale = reward_scale
+        policy, loss = DQNPolicy(cfg, seed=0), "total_loss"
+    else:
+        policy, loss = SACPolicy(test_sac.sac_cfg(reward_scale=reward_scale), seed=0), "critic_loss"
+    batch = FAMILIES[family][1](0)
+    batch["reward"] = batch["reward"] * reward_factor
+    return policy.learn_mode.forward(batch)[loss]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reward_scale_learns_from_scaled_rewards(family):
+    """``learn.reward_scale`` k on rewards r is the update of rewards k r, and not the update of r."""
+    scaled = critic_loss_of_first_update(family, 7.0, 1.0)
+    assert scaled == pytest.approx(critic_loss_of_first_update(family, 1.0, 7.0), rel=1e-5)
+    assert scaled != pytest.approx(critic_loss_of_first_update(family, 1.0, 1.0), rel=1e-3)
+    with pytest.raises(ValueError, match="reward_scale"):
+        critic_loss_of_first_update(family, 0.0, 1.0)

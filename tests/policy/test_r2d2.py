@@ -279,6 +279,45 @@ def test_without_stored_state_every_sequence_starts_from_zero():
     assert make_policy(stored_state=False).learn_mode.forward(no_column)["total_loss"] == drqn
 
 
+def test_reward_scale_multiplies_the_rewards_of_the_targets():
+    scaled = make_policy(reward_scale=4.0).learn_mode.forward(make_batch(5))
+    batch = make_batch(5)
+    by_hand = make_policy().learn_mode.forward({**batch, "reward": 4.0 * batch["reward"]})
+    unscaled = make_policy().learn_mode.forward(batch)
+    assert scaled["total_loss"] == pytest.approx(by_hand["total_loss"], rel=1e-6)
+    np.testing.assert_allclose(scaled["priority"], by_hand["priority"], rtol=1e-6)
+    assert scaled["total_loss"] != pytest.approx(unscaled["total_loss"], rel=1e-3)
+
+
+@pytest.mark.parametrize("rescale", [True, False])
+def test_initial_td_is_the_one_step_error_of_the_acting_network(rescale):
+    cfg = r2d2_cfg(value_rescale=rescale, reward_scale=2.0)
+    cfg.collect = SimpleNamespace(initial_priority=True)
+    torch.manual_seed(0)
+    policy = R2D2Policy(cfg, seed=0)
+    rng = np.random.default_rng(1)
+    step = {"obs": rng.normal(size=(4, OBS)).astype(np.float32),
+            "next_obs": rng.normal(size=(4, OBS)).astype(np.float32),
+            "action": np.array([0, 1, 1, 0]), "reward": rng.normal(size=4).astype(np.float32),
+            "terminated": np.array([False, True, False, False]),
+            "core_state": rng.normal(size=(4, HIDDEN)).astype(np.float32)}
+    assert policy.collect_mode.initial_td == policy.initial_td and policy.eval_mode.initial_td is None
+    td = policy.collect_mode.initial_td(step)
+    h = value_rescale if rescale else (lambda x: x)
+    h_inv = inverse_value_rescale if rescale else (lambda x: x)
+    for i in range(4):
+        with torch.no_grad():
+            q, after = policy.model.step(torch.as_tensor(step["obs"][i:i + 1]),
+                                         torch.as_tensor(step["core_state"][i:i + 1]))
+            q_next, _ = policy.model.step(torch.as_tensor(step["next_obs"][i:i + 1]), after)
+        bootstrap = 0.0 if step["terminated"][i] else 0.9 * float(h_inv(q_next.max()))
+        target = float(h(torch.tensor(2.0 * float(step["reward"][i]) + bootstrap)))
+        expected = abs(target - float(q[0, step["action"][i]]))
+        assert td[i] == pytest.approx(expected, rel=1e-5, abs=1e-6)
+    assert td.dtype == np.float32 and td.shape == (4,) and (td > 0).all()
+    assert make_policy().collect_mode.initial_td is None  # off unless asked for
+
+
 def test_zero_importance_weights_leave_the_network_unchanged():
     policy = make_policy()
     before = [p.detach().clone() for p in policy.model.parameters()]

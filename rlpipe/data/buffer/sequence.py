@@ -16,7 +16,11 @@ each column     [B, T, ...]      every pushed column but ``core_state`` (padding
 ``weight``      float32 [B]      importance-sampling weights (``priority=True`` only)
 =============== ================ =====================================================
 
-and ``indices`` int64 [B], the sequences' ids (monotonic; an id that is gone matches nothing),
+Under priority replay a new sequence enters at the largest priority seen, or, when the pushed rows
+carry an ``initial_td`` column (each step's ``|TD error|`` as the collector estimated it: Ape-X's
+actor-side priorities), at R2D2's ``eta * max + (1 - eta) * mean`` of its steps' values.
+
+A sample also gives ``indices`` int64 [B], the sequences' ids (monotonic; an id that is gone matches nothing),
 which :meth:`update_priority` takes back with one priority per sequence. Values are numpy arrays,
 or torch tensors (every key) when the first push gave some columns as tensors.
 
@@ -48,7 +52,7 @@ from rlpipe.data.buffer.base import (
     index_array,
 )
 from rlpipe.data.buffer.persist import BufferFileError, write_npz
-from rlpipe.data.buffer.sequence_columns import StepColumns, check_batch
+from rlpipe.data.buffer.sequence_columns import INITIAL_TD, StepColumns, check_batch
 from rlpipe.data.buffer.sequence_episodes import EpisodeTracker
 from rlpipe.data.buffer.sequence_index import SequenceIndex
 from rlpipe.errors import first_line
@@ -75,7 +79,8 @@ class SequenceBuffer(Buffer):
     ``stride``: steps between the starts of two sequences of an episode (default ``sequence_len // 2``).
     ``seed`` seeds sampling. ``priority``: draw sequences in proportion to ``p ** priority_alpha``
     (stratified, as :class:`PriorityExperienceReplay`), new ones at the largest priority seen, with
-    IS weights of exponent ``priority_beta`` (the attribute ``beta``, which a schedule may change).
+    IS weights of exponent ``priority_beta`` (the attribute ``beta``, which a schedule may change);
+    ``priority_eta`` mixes the ``initial_td`` of a new sequence's steps into its priority.
     """
 
     def __init__(
@@ -87,6 +92,7 @@ class SequenceBuffer(Buffer):
         priority: bool = False,
         priority_alpha: float = 0.6,
         priority_beta: float = 0.4,
+        priority_eta: float = 0.9,
     ) -> None:
         size = _whole(size, "size", 1)
         self.sequence_len = _whole(sequence_len, "sequence_len", 1)
@@ -99,7 +105,10 @@ class SequenceBuffer(Buffer):
             raise ValueError(f"priority_alpha must be finite and >= 0, got {priority_alpha}")
         if not 0 <= priority_beta <= 1:
             raise ValueError(f"priority_beta must be in [0, 1], got {priority_beta}")
+        if not 0 <= priority_eta <= 1:
+            raise ValueError(f"priority_eta must be in [0, 1], got {priority_eta}")
         super().__init__(size)
+        self.eta = float(priority_eta)
         self.priority, self.alpha, self.beta = bool(priority), float(priority_alpha), float(priority_beta)
         self.rng = np.random.default_rng(seed)
         self.lock = threading.RLock()
@@ -157,10 +166,20 @@ class SequenceBuffer(Buffer):
         if oldest > oldest_before:  # stored rows now overwritten (the new ones dropped at once never were)
             self._index.forget_rows(np.arange(oldest_before, min(oldest, first)) % size)
         keep = completed.first_row >= oldest
-        self._index.add(completed.first_row[keep] % size, completed.length[keep], completed.flat_rows(keep) % size)
         written = max(first, oldest)
         self._columns.write(np.arange(written, first + n) % size, arrays, written - first)
+        self._index.add(completed.first_row[keep] % size, completed.length[keep], completed.flat_rows(keep) % size,
+                        self._initial_priorities(completed.rows[keep]))
         self._next_row = first + n
+
+    def _initial_priorities(self, rows: np.ndarray) -> np.ndarray | None:
+        """Priorities of new sequences (row ids ``rows`` [M, T], -1 after their ends) from their steps'
+        ``initial_td``: ``eta * max + (1 - eta) * mean``; None without priority replay or that column."""
+        if not self.priority or INITIAL_TD not in self._columns.columns:
+            return None
+        real = rows >= 0
+        td = np.where(real, self._columns.column_at(INITIAL_TD, rows % self.size), 0.0)
+        return self.eta * td.max(axis=1) + (1.0 - self.eta) * td.sum(axis=1) / real.sum(axis=1)
 
     def _oldest_row(self) -> int:
         return max(self._row_base, self._next_row - self.size)

@@ -22,6 +22,10 @@ from rlpipe.data.buffer.base import batch_length
 from rlpipe.data.buffer.table import take_rows, tensor_values
 
 CORE_STATE = "core_state"
+"""Column of the recurrent state a policy with memory had before acting on each row's ``obs``."""
+INITIAL_TD = "initial_td"
+"""Optional column of each step's ``|TD error|`` as its collector estimated it (Ape-X's actor-side
+priorities): under priority replay a new sequence enters at the eta mix of its steps' values."""
 REQUIRED = ("env_id", "terminated", "truncated")
 RESERVED = ("mask", "weight")
 """Keys a sample adds: no pushed column may have them."""
@@ -42,7 +46,8 @@ def _numeric(key: str, value: Any) -> np.ndarray:
 def check_batch(batch: Mapping[str, Any], meta: Mapping[str, Any] | None) -> tuple[dict[str, np.ndarray], int]:
     """A pushed batch as numpy columns and its row count; ValueError naming the column that does not
     fit (missing ``env_id``/``terminated``/``truncated``, lengths that differ, ``core_state`` not
-    [N, S], a column that is not numeric or has a reserved name)."""
+    [N, S], ``initial_td`` not finite non-negative [N], a column that is not numeric or has a reserved
+    name)."""
     if not isinstance(batch, Mapping) or not batch:
         raise ValueError("push_batch needs a non-empty mapping of column name to array")
     arrays = {key: _numeric(key, value) for key, value in batch.items()}
@@ -59,6 +64,10 @@ def check_batch(batch: Mapping[str, Any], meta: Mapping[str, Any] | None) -> tup
     core = arrays.get(CORE_STATE)
     if core is not None and (core.ndim != 2 or core.dtype.kind != "f"):
         raise ValueError(f"column '{CORE_STATE}' must be float [N, S], got {core.dtype} of shape {core.shape}")
+    td = arrays.get(INITIAL_TD)
+    if td is not None and (td.ndim != 1 or td.dtype.kind != "f" or not np.all(np.isfinite(td) & (td >= 0))):
+        raise ValueError(f"column '{INITIAL_TD}' must hold finite |TD errors| >= 0, float [N]; got {td.dtype} of "
+                         f"shape {td.shape}")
     for key in RESERVED:
         if key in arrays:
             raise ValueError(f"column '{key}' is reserved: sample_batch adds it")
@@ -122,6 +131,10 @@ class StepColumns:
         if CORE_STATE in self.columns:
             out[CORE_STATE] = self.columns[CORE_STATE].take(rows[:, 0], axis=0)
         return out
+
+    def column_at(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """Column ``key`` at row slots ``rows`` (any shape)."""
+        return self.columns[key][rows]
 
     def take(self, slots: np.ndarray) -> dict[str, np.ndarray]:
         """Every column at ``slots`` (to save them)."""

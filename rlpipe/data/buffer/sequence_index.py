@@ -134,9 +134,11 @@ class SequenceIndex:
         return exists
 
     # ---- adding and removing ---------------------------------------------------------
-    def add(self, first_rows: np.ndarray, lengths: np.ndarray, rows: np.ndarray) -> None:
+    def add(self, first_rows: np.ndarray, lengths: np.ndarray, rows: np.ndarray,
+            priority: np.ndarray | None = None) -> None:
         """Make sequences available, in order: their first row slots [M], lengths [M] and the row
-        slots of all their steps, one sequence after the other (``lengths.sum()`` of them)."""
+        slots of all their steps, one sequence after the other (``lengths.sum()`` of them); with
+        priorities, at ``priority`` [M] (None: the largest seen)."""
         m = len(lengths)
         if m == 0:
             return
@@ -157,7 +159,7 @@ class SequenceIndex:
         positions = (self.next_entry + np.flatnonzero(step_kept)) % self.entry_capacity
         self.entries[positions] = rows[step_kept]
         self.row_sequence[first_rows[keep]] = ids[keep]
-        self._list(ids[keep] % self.capacity)
+        self._list(ids[keep] % self.capacity, None if priority is None else priority[keep])
         self.next_id += m
         self.next_entry = end
 
@@ -188,15 +190,17 @@ class SequenceIndex:
         slots, exists = self.locate(np.unique(ids))
         self._unlist(slots[exists])
 
-    def _list(self, slots: np.ndarray) -> None:
-        """Add available ``slots`` (new, distinct) to the dense array and, with priorities, the tree."""
+    def _list(self, slots: np.ndarray, priority: np.ndarray | None) -> None:
+        """Add available ``slots`` (new, distinct) to the dense array and, with priorities, the tree at
+        ``priority`` (None: the largest seen)."""
         n = len(slots)
         self.available[self.count : self.count + n] = slots
         self.position[slots] = self.count + np.arange(n)
         self.count += n
         if self.tree is not None and self.alpha is not None:
-            self.tree.update_priorities(slots, np.full(n, self.max_priority), np.ones(n, dtype=bool), self.alpha,
-                                        PRIORITY_EPS)
+            values = np.full(n, self.max_priority) if priority is None else check_priorities(priority)
+            top = self.tree.update_priorities(slots, values, np.ones(n, dtype=bool), self.alpha, PRIORITY_EPS)
+            self.max_priority = max(self.max_priority, top)
 
     def _unlist(self, slots: np.ndarray) -> None:
         """Remove available ``slots`` (distinct): the last ones of the dense array fill their holes."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rlpipe.data.buffer.sequence_columns import CORE_STATE, INITIAL_TD
 from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.envs.protocol import VectorEnv
 from rlpipe.framework.context import OnlineRLContext
@@ -32,22 +33,20 @@ def random_action_steps(cfg: Any, random_collect_size: int) -> int:
     return 0 if getattr(cfg.policy, "warm_up_actions", "random") == "policy" else random_collect_size
 
 
-CORE_STATE = "core_state"
-"""Column of the recurrent state a policy with memory had before acting on each row's ``obs``."""
-
-
 class _Acting:
     """The policy's actions for the env's current observations, one vector step at a time.
 
     A policy with memory (a mode whose ``memory`` is set: recurrent agents) acts from each env's
     state: states are reset where an episode starts, the state each env acted from becomes the
     row's :data:`CORE_STATE`, and the policy runs in the random warm-up too, so that its states
-    follow the episodes it will learn from.
+    follow the episodes it will learn from. A mode that gives ``initial_td`` (see
+    :class:`~rlpipe.policy.base.PolicyMode`) fills each row's :data:`INITIAL_TD`.
     """
 
     def __init__(self, policy: Any, env: VectorEnv, random_steps: int) -> None:
         self._policy, self._env, self._random_steps = policy, env, random_steps
         self._memory = getattr(policy, "memory", None)
+        self._initial_td = getattr(policy, "initial_td", None)
         self._episode_start = np.ones(env.num_envs, dtype=bool)
 
     def step(self, ctx: OnlineRLContext) -> Batch:
@@ -60,6 +59,8 @@ class _Acting:
         action = self._policy.forward(self._env.obs, **ctx.collect_kwargs)
         step = self._env.step(self._env.random_actions() if random else action)
         step[CORE_STATE] = state
+        if self._initial_td is not None:
+            step[INITIAL_TD] = self._initial_td(step)
         self._episode_start = step["terminated"] | step["truncated"]
         return step
 

@@ -307,6 +307,22 @@ def test_is_weights_new_sequences_and_ignored_updates() -> None:
     assert buf.get(0).meta["priority"] == pytest.approx(2.0)
 
 
+def test_a_new_sequence_enters_at_the_eta_mix_of_its_steps_initial_td() -> None:
+    buf = SequenceBuffer(40, 4, 2, priority=True, seed=0, priority_eta=0.75)
+    rows = one_env(11, done_at=(9,))  # sequences at steps 0, 2, 4, 6, 8 (the last two cut at step 9), then one at 10
+    td = np.random.default_rng(0).uniform(0, 3, 11).astype(np.float32)
+    buf.push_batch({**rows, "initial_td": td})
+    for i, (start, end) in enumerate([(0, 4), (2, 6), (4, 8), (6, 10), (8, 10)]):
+        item = buf.get(i)
+        assert item.data["t"][0] == start
+        steps = td[start:end]
+        assert item.meta["priority"] == pytest.approx(0.75 * steps.max() + 0.25 * steps.mean(), rel=1e-6)
+    assert buf.count_runs(4) == 5  # the sequence from step 10 is still open
+    plain = SequenceBuffer(40, 4, 2, priority=True, seed=0)
+    plain.push_batch(rows)
+    assert all(plain.get(i).meta["priority"] == pytest.approx(1.0) for i in range(5))  # the largest seen
+
+
 def test_uniform_buffer_ignores_priorities_and_draws_uniformly() -> None:
     buf = SequenceBuffer(40, 4, 4, seed=0)
     buf.push_batch(one_env(16))
@@ -399,6 +415,8 @@ def test_bad_files_are_one_line_errors_naming_the_file(tmp_path: Path) -> None:
         (lambda b: b.pop("reward"), "reward"),
         (lambda b: b.update(obs=b["obs"][:, :1]), "obs"),
         (lambda b: b.update(mask=np.ones(len(b["t"]), dtype=bool)), "mask"),
+        (lambda b: b.update(initial_td=np.full(len(b["t"]), -1.0)), "initial_td"),
+        (lambda b: b.update(initial_td=np.full(len(b["t"]), np.nan)), "initial_td"),
     ],
 )
 def test_bad_push_is_a_one_line_error_naming_the_column_and_stores_nothing(change: Any, column: str) -> None:
@@ -421,7 +439,8 @@ def test_bad_push_is_a_one_line_error_naming_the_column_and_stores_nothing(chang
      ({"size": 10, "sequence_len": 11}, "sequence_len"), ({"size": 10, "sequence_len": 4, "stride": 0}, "stride"),
      ({"size": 10, "sequence_len": 4, "stride": 5}, "stride"), ({"size": 10, "sequence_len": 4.0}, "sequence_len"),
      ({"size": 10, "sequence_len": 4, "priority_alpha": -1}, "priority_alpha"),
-     ({"size": 10, "sequence_len": 4, "priority_beta": 1.5}, "priority_beta")],
+     ({"size": 10, "sequence_len": 4, "priority_beta": 1.5}, "priority_beta"),
+     ({"size": 10, "sequence_len": 4, "priority_eta": 1.5}, "priority_eta")],
 )
 def test_bad_arguments_are_errors_naming_them(kwargs: dict[str, Any], name: str) -> None:
     with pytest.raises(ValueError, match=name):

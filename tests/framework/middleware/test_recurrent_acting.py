@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from rlpipe.config import load_config
+from rlpipe.data.buffer.sequence_columns import CORE_STATE, INITIAL_TD
 from rlpipe.framework import OnlineRLContext
 from rlpipe.framework.middleware import StepCollector
-from rlpipe.framework.middleware.collector import CORE_STATE
 from rlpipe.framework.middleware.functional.evaluator import evaluate_episodes
 from rlpipe.recipes.build import make_policy
 from rlpipe.recipes.envs import make_vector_env
@@ -20,8 +20,8 @@ CONFIG = ["env.env_id=CartPole-v1", "env.collector_env_num=3", "policy.model.cor
           "policy.collect.n_sample=180", "policy.random_collect_size=0"]
 
 
-def collected(seed: int = 0):
-    cfg = load_config("popgym-repeatprevious-r2d2", CONFIG)
+def collected(seed: int = 0, *overrides: str):
+    cfg = load_config("popgym-repeatprevious-r2d2", [*CONFIG, *overrides])
     torch.manual_seed(seed)
     policy = make_policy(cfg)
     env = make_vector_env(cfg, 3, seed, train=True)
@@ -68,3 +68,13 @@ def test_evaluating_leaves_the_collectors_states_as_they_were():
     assert len(output["episode_return"]) == 4 and policy.eval_mode.memory is not memory
     memory.begin(np.zeros(3, dtype=bool))
     np.testing.assert_array_equal(memory.stored(), before)
+
+
+def test_with_initial_priority_each_row_carries_its_td_error_from_the_state_it_acted_from():
+    policy, rows = collected(0, "policy.collect.initial_priority=true")
+    td = rows[INITIAL_TD]
+    assert td.shape == rows["reward"].shape and td.dtype == np.float32 and (td > 0).all()
+    np.testing.assert_allclose(td, policy.initial_td(rows), rtol=1e-5, atol=1e-7)  # each row's own state and step
+    fresh = policy.initial_td({**rows, CORE_STATE: np.zeros_like(rows[CORE_STATE])})
+    assert not np.allclose(td, fresh)  # ... which the estimate reads
+    assert INITIAL_TD not in collected(0)[1]  # off by default
