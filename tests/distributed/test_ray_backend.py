@@ -47,7 +47,10 @@ R2D2 = ["policy.collect.unroll_len=12", "policy.learn.burn_in=4", "policy.collec
 """A small R2D2 on POPGym's RepeatPrevious."""
 
 
-@pytest.mark.parametrize(("preset", "more"), [("cartpole-dqn", []), ("popgym-repeatprevious-r2d2", R2D2)])
+@pytest.mark.parametrize(("preset", "more"), [
+    ("cartpole-dqn", []),
+    ("popgym-repeatprevious-r2d2", [*R2D2, "policy.collect.initial_priority=true"]),  # states and TD estimates
+])
 def test_ray_halves_store_what_the_local_pipeline_stores(ray_cluster, tmp_path, preset, more) -> None:
     local = _stored_transitions(more, tmp_path / "local", preset)
     remote = _stored_transitions([*LOCKSTEP, *more], tmp_path / "ray", preset)
@@ -56,13 +59,16 @@ def test_ray_halves_store_what_the_local_pipeline_stores(ray_cluster, tmp_path, 
         assert a.keys() == b.keys()
         for key in a:
             np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert ("initial_td" in local[0]) == ("policy.collect.initial_priority=true" in more)
 
 
 def test_r2d2_learns_from_two_collectors_whose_envs_stay_apart(ray_cluster, tmp_path) -> None:
-    ladder = ["distributed.backend=ray", "distributed.collectors=2", "distributed.epsilon_ladder=true"]
+    ladder = ["distributed.backend=ray", "distributed.collectors=2", "distributed.epsilon_ladder=true",
+              "policy.collect.initial_priority=true"]
     stored = _stored_transitions([*ladder, *R2D2], tmp_path / "r2d2", "popgym-repeatprevious-r2d2")
     env_ids = np.concatenate([batch["env_id"] for batch in stored])
     assert sorted(set(env_ids.tolist())) == list(range(8))  # collector 1's four envs follow collector 0's
+    assert all((batch["initial_td"] > 0).all() for batch in stored)  # each collector's own estimate of its rows
     summary = json.loads((tmp_path / "r2d2" / "summary.json").read_text())
     assert summary["env_step"] >= 1200 and summary["train_iter"] > 0
 
