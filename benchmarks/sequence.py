@@ -177,6 +177,7 @@ def r2d2_config(sequence_len: int) -> Any:
         f"policy.model.obs_shape={OBS}", f"policy.model.action_shape={N_ACTIONS}", "policy.model.core=gru",
         f"policy.model.core_hidden={CORE}", f"policy.learn.batch_size={BATCH}",
         f"policy.collect.unroll_len={sequence_len}", f"policy.learn.burn_in={BURN_IN}", f"policy.nstep={NSTEP}",
+        "policy.learn.reward_scale=1",
     ])
 
 
