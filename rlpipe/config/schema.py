@@ -420,7 +420,7 @@ class ReplayBufferConfig(_Strict):
     priority_power_factor: float = Field(0.6, ge=0, description="Priority exponent alpha.")
     IS_weight_power_factor: float = Field(0.4, ge=0, le=1, description="Initial importance-weight exponent beta.")
     IS_weight_anneal_train_iter: PositiveInt = Field(
-        100_000, description="Train iterations over which beta anneals to 1."
+        100_000, description="Train iterations over which beta anneals to 1 (r2d2 keeps beta fixed, as its paper)."
     )
 
 
@@ -759,6 +759,11 @@ class Config(_Strict):
             raise ValueError(f"config key 'policy.collect.sequence_stride' ({collect.sequence_stride}) is longer "
                              f"than a sequence (policy.collect.unroll_len {collect.unroll_len}): steps between "
                              "sequences would never be learned from")
+        anneal = ReplayBufferConfig.model_fields["IS_weight_anneal_train_iter"].default
+        if policy.other.replay_buffer.IS_weight_anneal_train_iter != anneal:  # a saved config lists the default
+            raise ValueError(f"config key 'policy.other.replay_buffer.IS_weight_anneal_train_iter' is not read by "
+                             f"policy.type '{policy.type}': its importance weights keep the fixed exponent "
+                             "IS_weight_power_factor (R2D2's 0.6)")
         if collect.initial_priority and not policy.priority:
             raise ValueError("config key 'policy.collect.initial_priority' needs policy.priority: true (it sets the "
                              "priorities new sequences enter priority replay with)")

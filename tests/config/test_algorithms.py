@@ -211,11 +211,19 @@ def test_learning_rate_keys_name_the_algorithms_own_keys():
      "(policy.collect.unroll_len 50): steps between sequences would never be learned from"),
     ("policy.collect.n_episode=2", "config key 'policy.collect.n_episode' cannot be used with policy.type 'r2d2': it "
      "collects steps (policy.collect.n_sample)"),
+    ("policy.other.replay_buffer.IS_weight_anneal_train_iter=5000", "config key "
+     "'policy.other.replay_buffer.IS_weight_anneal_train_iter' is not read by policy.type 'r2d2': its importance "
+     "weights keep the fixed exponent IS_weight_power_factor (R2D2's 0.6)"),
 ])
 def test_what_a_recurrent_policy_cannot_work_with_is_one_line(override, message):
     with pytest.raises(ConfigError) as err:
         load_config("popgym-repeatprevious-r2d2", [override])
     assert str(err.value) == message
+
+
+def test_a_saved_recurrent_config_loads_back():
+    cfg = load_config("popgym-repeatprevious-r2d2", ["policy.collect.initial_priority=true"])
+    assert load_config(cfg.model_dump()) == cfg  # every key listed, defaults included
 
 
 def test_initial_priorities_need_priority_replay():
