@@ -416,14 +416,21 @@ COMMANDS = {
 }
 
 
+OVERRIDES_DEST = ("overrides", "presets")
+"""Where a command's ``key=value`` overrides go: ``overrides``, or the presets-then-overrides list of
+``sweep``."""
+
+
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line; ``key=value`` overrides may also stand after options
-    (``rlpipe train PRESET --no-progress seed=1``), which argparse alone rejects."""
+    (``rlpipe train PRESET --no-progress seed=1``, ``rlpipe sweep PRESET --seeds 0-2 seed=1 --out DIR``),
+    which argparse alone rejects."""
     parser = _parser()
     args, extras = parser.parse_known_args(argv)
     late = [arg for arg in extras if "=" in arg and not arg.startswith("-")]
-    if late and hasattr(args, "overrides"):
-        args.overrides = [*args.overrides, *late]
+    dest = next((name for name in OVERRIDES_DEST if hasattr(args, name)), None)
+    if late and dest is not None:
+        setattr(args, dest, [*getattr(args, dest), *late])
         extras = [arg for arg in extras if arg not in late]
     if extras:
         parser.error(f"unrecognized arguments: {' '.join(extras)}")

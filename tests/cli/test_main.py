@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlpipe.cli.main import main
+from rlpipe.cli.main import _parse, main
 from rlpipe.config import load_config
 from rlpipe.data import DequeBuffer
 from rlpipe.entry.train import describe_run
@@ -216,3 +216,12 @@ def test_overrides_may_stand_after_options(tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main(["train", "cartpole-dqn", "--no-progress", "--bogus"])
     assert exit_.value.code == 2
+
+
+def test_sweep_overrides_may_stand_after_options():
+    """The issue's own spelling: ``rlpipe sweep PRESETS --seeds 0-9 [key=value ...] --out DIR``."""
+    args = _parse(["sweep", "cartpole-dqn", "--seeds", "0-2", "--label", "x", "run.max_env_step=5", "seed=1",
+                   "--out", "sweeps/x"])
+    assert args.presets == ["cartpole-dqn", "run.max_env_step=5", "seed=1"] and args.out == "sweeps/x"
+    with pytest.raises(SystemExit):
+        _parse(["sweep", "cartpole-dqn", "--seeds", "0", "--out", "o", "stray"])
