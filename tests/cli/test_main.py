@@ -222,6 +222,6 @@ def test_sweep_overrides_may_stand_after_options():
     """The issue's own spelling: ``rlpipe sweep PRESETS --seeds 0-9 [key=value ...] --out DIR``."""
     args = _parse(["sweep", "cartpole-dqn", "--seeds", "0-2", "--label", "x", "run.max_env_step=5", "seed=1",
                    "--out", "sweeps/x"])
-    assert args.presets == ["cartpole-dqn", "run.max_env_step=5", "seed=1"] and args.out == "sweeps/x"
+    assert args.presets == ["cartpole-dqn", "run.max_env_step=5", "seed=1"] and str(args.out) == "sweeps/x"
     with pytest.raises(SystemExit):
         _parse(["sweep", "cartpole-dqn", "--seeds", "0", "--out", "o", "stray"])
