@@ -32,6 +32,10 @@ def _accepts(hint: Any, value: Any) -> bool:
     )
 
 
+ADDED_KEYS = ("code",)
+"""Keys newer than the first summaries: one that is absent takes its default (older runs resume)."""
+
+
 @dataclass
 class RunSummary:
     """What one training run achieved."""
@@ -53,6 +57,15 @@ class RunSummary:
     stopped_by: str | None = None
     """What stopped the run early: a signal (``SIGINT``, ``SIGTERM``) or ``hook <name>`` (a hook of
     ``rlpipe.train`` that returned False); None when it ran to its end."""
+    code: str | None = None
+    """The code that ran it (:func:`~rlpipe.utils.provenance.code_version`), taken as it started and
+    at each resume with other code (``"a, b"``): what its result records name, not the code at its end."""
+
+    def add_code(self, version: str) -> None:
+        """Record that ``version`` runs this run from now on."""
+        known = self.code.split(", ") if self.code else []
+        if version not in known:
+            self.code = ", ".join([*known, version])
 
     def write(self, path: Path) -> None:
         """Write as JSON, atomically (a temporary file, then a rename): a kill never leaves half a file."""
@@ -93,15 +106,16 @@ class RunSummary:
             raise SummaryError(f"{path} is damaged: it holds a {type(data).__name__}, not an object")
         hints = typing.get_type_hints(cls)
         names = [field.name for field in fields(cls)]
-        extra, missing = sorted(set(data) - set(names)), [name for name in names if name not in data]
+        extra = sorted(set(data) - set(names))
+        missing = [name for name in names if name not in data and name not in ADDED_KEYS]
         if extra or missing:
             what = f"unknown key '{extra[0]}'" if extra else f"key '{missing[0]}' missing"
             raise SummaryError(f"{path} is damaged: {what}")
-        wrong = next((name for name in names if not _accepts(hints[name], data[name])), None)
+        wrong = next((name for name in names if name in data and not _accepts(hints[name], data[name])), None)
         if wrong is not None:
             kind = getattr(hints[wrong], "__name__", str(hints[wrong]))
             raise SummaryError(f"{path} is damaged: key '{wrong}' is {data[wrong]!r}, not {kind}")
-        return cls(**data)
+        return cls(**{name: data[name] for name in names if name in data})
 
 
 SUMMARY_EVERY_S = 10.0

@@ -36,6 +36,7 @@ from rlpipe.recipes.pipeline import Middleware, use_training_pipeline
 from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, record_seal
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 from rlpipe.utils.precision import bf16_fallback_reason
+from rlpipe.utils.provenance import code_version
 
 logger = logging.getLogger(__name__)
 
@@ -223,6 +224,7 @@ def run_training(cfg: Config, options: TrainOptions) -> RunSummary:
         if earlier is not None:
             tracker.summary.merge_evaluations(earlier.records, parts.cfg.env.stop_value)
         tracker.summary.run_id = tracker.summary.run_id or uuid.uuid4().hex  # older runs had none
+        tracker.summary.add_code(code_version())
         writer = MetricsWriter(run_dir)
         env_errors = logging.FileHandler(run_dir / "env_errors.log", delay=True)  # made on the first report
         worker_report_log.addHandler(env_errors)

@@ -24,9 +24,9 @@ from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.framework.middleware import latest_checkpoint
 from rlpipe.recipes.build import make_transition_buffer
 from rlpipe.recipes.envs import make_env_factory, make_vector_env
-from rlpipe.tools.results import code_version
 from rlpipe.utils.batch import concat_batches
 from rlpipe.utils.integrity import file_sha256
+from rlpipe.utils.provenance import code_version
 
 __all__ = ["ReferenceReturns", "copy_dataset", "dataset_from_run", "describe_dataset", "mix_datasets", "normalised",
            "rollout_dataset"]

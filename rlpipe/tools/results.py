@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.utils.metrics import read_metrics
+from rlpipe.utils.provenance import code_version
 
 RESULTS_FILE = "results.jsonl"
 """The name of a sweep's results file (and of the files committed under ``docs/results/``)."""
@@ -217,7 +217,7 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
         metric=metric, budget_env_steps=run.get("max_train_iter" if counter == "train_iter" else "max_env_step"),
         counter=counter,
         threshold=float(stop_value) if stop_value is not None and math.isfinite(stop_value) else None,
-        settings=settings, source=code_version(),
+        settings=settings, source=summary.get("code") or code_version(),  # older runs recorded none
     )
 
 
@@ -226,19 +226,3 @@ def _algorithm_of(policy: dict[str, Any]) -> str | None:
     kind = policy.get("type")
     conservative = kind != "cql" and (policy.get("learn", {}).get("cql_alpha") or 0) > 0
     return f"{kind} + cql" if conservative else kind
-
-
-def code_version() -> str:
-    """The git commit of the rlpipe source that runs (``+dirty`` with uncommitted changes), else its version."""
-    from rlpipe import __version__
-
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                                text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "rlpipe"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return f"rlpipe {__version__}"
-    return f"{commit}{'+dirty' if dirty else ''}" if commit else f"rlpipe {__version__}"
-

@@ -3,6 +3,7 @@ resume from ``metrics.jsonl`` and the checkpoint, with one warning line, never a
 damaged ``metrics.jsonl`` is refused in one line and changes nothing."""
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -91,3 +92,31 @@ def test_a_damaged_metrics_file_is_refused_in_one_line(finished, tmp_path, capsy
     assert err.startswith(f"rlpipe resume: error: {metrics} is damaged (")
     assert err.endswith("): the run's evaluations cannot be read back")
     assert snapshot(run) == before
+
+
+def test_the_summary_names_the_code_that_ran_from_start_to_each_resume(finished, tmp_path, monkeypatch):
+    """A run's records name the code at its start, and the code of a resume that ran other code: not the
+    code at the moment its result is read."""
+    from rlpipe.tools.results import result_of_run
+
+    train_module = importlib.import_module("rlpipe.entry.train")  # the module: rlpipe.entry.train is the function
+
+    started = json.loads((finished / "summary.json").read_text())["code"]
+    assert started and started == result_of_run(finished).source
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    monkeypatch.setattr(train_module, "code_version", lambda: "later123")
+    assert main(["resume", str(run), "run.max_env_step=600", "--no-progress"]) == 0
+    assert json.loads((run / "summary.json").read_text())["code"] == f"{started}, later123"
+    assert result_of_run(run).source == f"{started}, later123"
+
+
+def test_a_summary_from_before_the_code_key_reads_and_resumes(finished, tmp_path, caplog):
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    summary_file = run / "summary.json"
+    summary_file.write_text(_without("code")(json.loads(summary_file.read_text())))
+    assert RunSummary.read(summary_file).code is None
+    assert main(["resume", str(run), "run.max_env_step=600", "--no-progress"]) == 0
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]  # not taken for damage
+    assert json.loads(summary_file.read_text())["code"]
