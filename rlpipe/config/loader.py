@@ -281,8 +281,7 @@ def _describe(err: ValidationError, data: Mapping[str, Any]) -> str:
         return first["msg"]
     where = f"config key '{key}'" if key else "config"
     if first["type"] == "value_error":  # our own validators: the message names the keys
-        message = first["msg"].removeprefix("Value error, ")
-        return message if not key and message.startswith("config key '") else f"{where}: {message}"
+        return f"{where}: {first['msg'].removeprefix('Value error, ')}"
     return f"{where}: {first['msg']} (got {first.get('input')!r})"
 
 

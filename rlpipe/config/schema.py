@@ -678,7 +678,7 @@ class Config(_Strict):
         if learn.replay_ratio is None:
             return self
         if self.offline_only:
-            raise ValueError("config key 'policy.learn.replay_ratio': an offline run takes no env steps; set it to "
+            raise _one_line("config key 'policy.learn.replay_ratio': an offline run takes no env steps; set it to "
                              "null and give policy.learn.update_per_collect (updates per iteration)")
         steps = self.env_steps_per_collect
         if steps is None:
@@ -731,7 +731,7 @@ class Config(_Strict):
         if self.distributed.epsilon_ladder and (
                 self.distributed.backend == "local"
                 or ALGORITHMS[policy.type].exploration_of(policy) is not Exploration.EPSILON):
-            raise ValueError("config key 'distributed.epsilon_ladder' needs collectors on Ray (distributed.backend="
+            raise _one_line("config key 'distributed.epsilon_ladder' needs collectors on Ray (distributed.backend="
                              f"ray) and an algorithm exploring epsilon-greedily; policy.type '{policy.type}' with "
                              f"distributed.backend '{self.distributed.backend}' has no use for it")
         if self.distributed.backend == "ray" and policy.other.her is not None:
@@ -750,22 +750,22 @@ class Config(_Strict):
         policy = self.policy
         collect, learn = policy.collect, policy.learn
         if policy.model.core == "none":
-            raise ValueError(f"config key 'policy.model.core': policy.type '{policy.type}' needs a recurrent core "
+            raise _one_line(f"config key 'policy.model.core': policy.type '{policy.type}' needs a recurrent core "
                              "(gru or lstm)")
         if collect.unroll_len <= learn.burn_in:
-            raise ValueError(f"config key 'policy.collect.unroll_len' ({collect.unroll_len}) must exceed "
+            raise _one_line(f"config key 'policy.collect.unroll_len' ({collect.unroll_len}) must exceed "
                              f"policy.learn.burn_in ({learn.burn_in}): a sequence needs steps to learn from")
         if collect.sequence_stride is not None and collect.sequence_stride > collect.unroll_len:
-            raise ValueError(f"config key 'policy.collect.sequence_stride' ({collect.sequence_stride}) is longer "
+            raise _one_line(f"config key 'policy.collect.sequence_stride' ({collect.sequence_stride}) is longer "
                              f"than a sequence (policy.collect.unroll_len {collect.unroll_len}): steps between "
                              "sequences would never be learned from")
         anneal = ReplayBufferConfig.model_fields["IS_weight_anneal_train_iter"].default
         if policy.other.replay_buffer.IS_weight_anneal_train_iter != anneal:  # a saved config lists the default
-            raise ValueError(f"config key 'policy.other.replay_buffer.IS_weight_anneal_train_iter' is not read by "
+            raise _one_line(f"config key 'policy.other.replay_buffer.IS_weight_anneal_train_iter' is not read by "
                              f"policy.type '{policy.type}': its importance weights keep the fixed exponent "
                              "IS_weight_power_factor (R2D2's 0.6)")
         if collect.initial_priority and not policy.priority:
-            raise ValueError("config key 'policy.collect.initial_priority' needs policy.priority: true (it sets the "
+            raise _one_line("config key 'policy.collect.initial_priority' needs policy.priority: true (it sets the "
                              "priorities new sequences enter priority replay with)")
         for key, value, why in (
             ("policy.other.her", policy.other.her, "HER relabels single steps"),
@@ -774,30 +774,30 @@ class Config(_Strict):
             ("policy.collect.n_episode", collect.n_episode, "it collects steps (policy.collect.n_sample)"),
         ):
             if value is not None:
-                raise ValueError(f"config key '{key}' cannot be used with policy.type '{policy.type}': {why}")
+                raise _one_line(f"config key '{key}' cannot be used with policy.type '{policy.type}': {why}")
 
     def _check_offline(self, offline: OfflineConfig) -> None:
         """What learning from a dataset needs: one-step transitions, no HER or learned reward, and (offline
         only) a stop in train iterations, evaluations counted in them, uniform sampling, this process."""
         policy = self.policy
         if policy.nstep != 1:
-            raise ValueError(f"config key 'offline.dataset' needs policy.nstep=1: a dataset holds one-step "
+            raise _one_line(f"config key 'offline.dataset' needs policy.nstep=1: a dataset holds one-step "
                              f"transitions (policy.nstep is {policy.nstep})")
         if policy.other.her is not None or self.reward_model is not None:
-            raise ValueError("config key 'offline.dataset' cannot be combined with policy.other.her or reward_model")
+            raise _one_line("config key 'offline.dataset' cannot be combined with policy.other.her or reward_model")
         if offline.online:
             return
         if offline.pretrain_iter:
-            raise ValueError("config key 'offline.pretrain_iter' needs offline.dataset_share below 1 (offline-to-"
+            raise _one_line("config key 'offline.pretrain_iter' needs offline.dataset_share below 1 (offline-to-"
                              "online); an offline run trains on the dataset alone throughout")
         if self.run.max_train_iter is None:
-            raise ValueError("config key 'run.max_train_iter' must be set: an offline run (offline.dataset_share=1) "
+            raise _one_line("config key 'run.max_train_iter' must be set: an offline run (offline.dataset_share=1) "
                              "takes no env steps, so it stops after that many updates")
         if policy.eval.evaluator.eval_every_env_steps is not None:
-            raise ValueError("config key 'policy.eval.evaluator.eval_every_env_steps': an offline run takes no env "
+            raise _one_line("config key 'policy.eval.evaluator.eval_every_env_steps': an offline run takes no env "
                              "steps; evaluate every policy.eval.evaluator.eval_freq updates")
         if policy.priority:
-            raise ValueError("config key 'policy.priority': a dataset is sampled uniformly (priority replay needs an "
+            raise _one_line("config key 'policy.priority': a dataset is sampled uniformly (priority replay needs an "
                              "online buffer, offline.dataset_share below 1)")
         if self.distributed.backend != "local":
-            raise ValueError("config key 'distributed.backend': an offline run collects nothing; use local")
+            raise _one_line("config key 'distributed.backend': an offline run collects nothing; use local")

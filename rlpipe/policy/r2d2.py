@@ -289,13 +289,11 @@ class R2D2Policy(QLearningPolicy):
         q_next, _ = self.model.step(self._observations(step["next_obs"]), after)
         action = torch.as_tensor(step["action"], dtype=torch.int64, device=self._device)
         reward = self._scaled_rewards(torch.as_tensor(step["reward"], dtype=torch.float32, device=self._device))
-        alive = 1.0 - torch.as_tensor(step["terminated"], dtype=torch.float32, device=self._device)
-        best = q_next.max(dim=1).values
-        if self._value_rescale:
-            target = value_rescale(reward + self._gamma * alive * inverse_value_rescale(best))
-        else:
-            target = reward + self._gamma * alive * best
-        td = target - q.gather(1, action.unsqueeze(1)).squeeze(1)
+        terminated = torch.as_tensor(step["terminated"], dtype=torch.bool, device=self._device).unsqueeze(1)
+        one_row = torch.ones_like(terminated)  # each row a sequence of one step: its one-step target
+        target = nstep_sequence_targets(reward.unsqueeze(1), q_next.max(dim=1, keepdim=True).values, terminated,
+                                        ~one_row, one_row, self._gamma, 1, self._value_rescale)
+        td = target[:, 0] - q.gather(1, action.unsqueeze(1)).squeeze(1)
         return td.abs().float().cpu().numpy()
 
     # ---- acting ----------------------------------------------------------------------------
