@@ -1,5 +1,5 @@
-"""The README's "Using a trained agent" and "Your own environment" sections, and docs/python-api.md's "Hooks",
-run as written."""
+"""The README's "Using a trained agent" section, docs/environments.md's "A module of your own" and
+docs/python-api.md's "Hooks", run as written."""
 from __future__ import annotations
 
 import json
@@ -40,17 +40,18 @@ def test_hooks_run_as_written(tmp_path, monkeypatch):
 
 
 def test_your_own_environment_runs_as_written_through_the_console_script(tmp_path):
-    """The README's ``my_envs.py`` and its commands, verbatim but for a tiny budget appended, run
+    """docs/environments.md's ``my_envs.py`` and its commands, verbatim but for a tiny budget appended, run
     through the installed ``rlpipe`` console script from the folder that holds ``my_envs.py``.
 
     The venv's editable install points at the main checkout, so ``PYTHONPATH`` holds this
     checkout's root (and nothing else) to test this code; the temporary folder is not on it:
     ``my_envs`` must be found because it is in the current directory."""
-    (module,) = code_blocks("Your own environment", "python")
-    (commands,) = code_blocks("Your own environment", "bash")
+    guide = ROOT / "docs" / "environments.md"
+    (module,) = code_blocks("A module of your own", "python", guide, level="##")
+    (commands,) = code_blocks("A module of your own", "bash", guide, level="##")
     (tmp_path / "my_envs.py").write_text(module)
     script = Path(sys.executable).parent / "rlpipe"
-    env = {**os.environ, "PYTHONPATH": str(README.parent)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     budget = {"train": [*TINY_RUN, "run.save_freq=20"], "eval": [], "resume": ["run.max_env_step=400", "--no-progress"]}
     ran = []
     for line in commands.replace("\\\n", " ").splitlines():
