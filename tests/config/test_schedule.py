@@ -117,12 +117,15 @@ def test_a_schedule_of_a_key_the_algorithm_does_not_read_is_refused():
 
 @pytest.mark.parametrize("preset", preset_names())
 def test_presets_and_their_saved_configs_load_as_before(preset, tmp_path):
-    """No preset uses a schedule: learning rates stay numbers, epsilon its mapping, and the
-    saved config loads back to the same config."""
+    """Learning rates stay numbers but in the POPGym presets, which decay theirs, epsilon its
+    mapping, and the saved config loads back to the same config."""
     cfg = load_config(preset)
     learn = cfg.policy.learn
-    assert all(isinstance(getattr(learn, key), float) for key in type(learn).model_fields
-               if key.startswith("learning_rate"))
+    rates = [getattr(learn, key) for key in type(learn).model_fields if key.startswith("learning_rate")]
+    if preset.startswith("popgym-"):
+        assert learn.learning_rate == Schedule("linear", 5e-4, 5e-5)
+    else:
+        assert all(isinstance(rate, float) for rate in rates)
     assert cfg.policy.other.eps.type in ("exp", "linear")
     dump_config(cfg, tmp_path / "config.yaml")
     assert load_config(tmp_path / "config.yaml") == cfg
