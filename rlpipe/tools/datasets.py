@@ -9,7 +9,7 @@ The D4RL recipe with these: a run stopped at about a third of expert return give
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,12 @@ import numpy as np
 
 from rlpipe.config import Config, load_config
 from rlpipe.config.algorithms import ALGORITHMS, ActionKind, Exploration
+from rlpipe.data import DequeBuffer, FrameStore
 from rlpipe.data.dataset import COLUMNS, Dataset, DatasetError, find_episodes, write_dataset
+from rlpipe.data.dataset.frames import STACK_FIELDS, FrameStacks, joined_stacks, to_frame_stacks
 from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.framework.middleware import latest_checkpoint
-from rlpipe.recipes.build import make_transition_buffer
+from rlpipe.recipes.build import make_transition_buffer, uses_frame_store
 from rlpipe.recipes.envs import make_env_factory, make_vector_env
 from rlpipe.utils.batch import concat_batches
 from rlpipe.utils.integrity import file_sha256
@@ -32,7 +34,8 @@ __all__ = ["ReferenceReturns", "copy_dataset", "dataset_from_run", "describe_dat
            "rollout_dataset"]
 
 ROLLOUT_CHUNK = 4096
-"""Rows a rollout gathers per piece before it joins them (memory stays at the rows kept)."""
+"""Rows of stacked frames a rollout gathers before it keeps their frames once (memory stays near the
+frames kept)."""
 ReferenceReturns = Mapping[str, float] | None
 """``{"random": R, "expert": E}``: the returns a normalised score of 0 and 100 stands for."""
 
@@ -87,14 +90,27 @@ def dataset_from_run(run_dir: str | Path, out: str | Path, reference_returns: Re
     ids = buffer.ids_at(buffer.ordered_slots())
     if len(ids) == 0:
         raise DatasetError(f"the replay buffer of run {run_dir} ({unit.buffer_path.name}) is empty")
-    rows = buffer.sample_batch(len(ids), indices=ids).data  # through the chain: frame stacks come back whole
-    columns = {name: rows[name] for name in COLUMNS}
+    columns = _buffer_rows(buffer, ids)
     observation_space, action_space = _env_spaces(cfg)
     wrapped = buffer.storage.next_id - buffer.storage.base > buffer.storage.capacity
     source = provenance("run", cfg, run_dir=str(run_dir), checkpoint=unit.path.name,
                         checkpoint_sha256=file_sha256(unit.path), env_step=unit.state["counters"]["env_step"])
     return write_dataset(out, columns, observation_space, action_space, cfg.env.env_id, source,
                          reference_returns, first_partial=wrapped, overwrite=overwrite)
+
+
+def _buffer_rows(buffer: DequeBuffer, ids: np.ndarray) -> dict[str, Any]:
+    """The :data:`COLUMNS` of the items ``ids``; a buffer that keeps frames once (a
+    :class:`~rlpipe.data.buffer.FrameStore`) gives its stacks as :class:`FrameStacks` over its frames
+    (the frames they use, each once), never as whole stacks."""
+    store = next((mw for mw in buffer.middleware if isinstance(mw, FrameStore)), None)
+    if store is None:
+        rows = buffer.sample_batch(len(ids), indices=ids).data
+        return {name: rows[name] for name in COLUMNS}
+    assert store.ring.frames is not None
+    raw = buffer.storage.data.gather(buffer.locate(ids).slots)  # the stack fields as ring slots
+    stacks = joined_stacks([{name: FrameStacks(store.ring.frames, raw[name]) for name in STACK_FIELDS}])
+    return {name: stacks[name] if name in STACK_FIELDS else raw[name] for name in COLUMNS}
 
 
 def _acting(cfg: Config, policy: Any, how: Acting, rng: np.random.Generator, env: Any) -> Any:
@@ -174,7 +190,7 @@ def rollout_dataset(
         detail = {"checkpoint": str(agent.checkpoint.path), "checkpoint_sha256": file_sha256(agent.checkpoint.path)}
     if not random_actions:
         how.check(cfg)
-    rows = _play(cfg, policy, episodes, how, seed, num_envs)
+    rows = _play(cfg, policy, episodes, how, seed, num_envs, frames=uses_frame_store(cfg))
     observation_space, action_space = _env_spaces(cfg)
     record = provenance("rollout", cfg, acting="random" if random_actions else how.name, eps=eps, noise=noise,
                         rollout_seed=seed, **detail)
@@ -182,29 +198,57 @@ def rollout_dataset(
                          overwrite=overwrite)
 
 
-def _play(cfg: Config, policy: Any, episodes: int, how: Acting, seed: int, num_envs: int) -> dict[str, np.ndarray]:
+def _play(cfg: Config, policy: Any, episodes: int, how: Acting, seed: int, num_envs: int,
+          frames: bool = False) -> dict[str, Any]:
     """The rows of the first ``episodes`` whole episodes played on ``num_envs`` envs (each episode's rows
-    together, in time order)."""
+    together, in time order). With ``frames`` the observations come as :class:`FrameStacks`, each
+    :data:`ROLLOUT_CHUNK` rows' frames kept once as they are played (the stacks are never all in memory)."""
     env = make_vector_env(cfg, num_envs, seed)
     try:
         act = _acting(cfg, policy, how, np.random.default_rng(seed), env)
         env.reset(seed=seed)
-        clean, pieces, finished = FailedStepFilter(), [], 0
+        clean, pieces, chunks, finished = FailedStepFilter(), [], [], 0
         while finished < episodes:
             step = env.step(act(env.obs))
             finished += int(np.count_nonzero(step["terminated"] | step["truncated"]))
             ready = clean.add(step)
             if ready is not None:
                 pieces.append(ready)
+            if frames and sum(len(piece["reward"]) for piece in pieces) >= ROLLOUT_CHUNK:
+                chunks.append(_frame_chunk(pieces))
+                pieces = []
         last = clean.release()
         if last is not None:
             pieces.append(last)
     finally:
         env.close()
-    batch = concat_batches(pieces)
+    if frames:
+        batch = _joined_chunks([*chunks, *([_frame_chunk(pieces)] if pieces else [])])
+    else:
+        batch = {name: np.asarray(value) for name, value in concat_batches(pieces).items()}
     found = find_episodes(batch["env_id"], batch["terminated"] | batch["truncated"], batch["reward"])
     keep = np.concatenate(sorted(found.rows, key=lambda rows: rows[-1])[:episodes])  # the first to finish
-    return {name: np.asarray(batch[name])[keep] for name in COLUMNS}
+    return _rows_of(batch, keep)
+
+
+def _frame_chunk(pieces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``pieces`` joined, their observations as :class:`FrameStacks` (each distinct frame once)."""
+    batch = {name: np.asarray(value) for name, value in concat_batches(pieces).items() if name in COLUMNS}
+    return {**batch, **to_frame_stacks(batch)}
+
+
+def _joined_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Chunks of :func:`_frame_chunk` as one: columns concatenated, frame stacks over one frames array."""
+    joined = {name: np.concatenate([chunk[name] for chunk in chunks]) for name in COLUMNS if name not in STACK_FIELDS}
+    return {**joined, **joined_stacks(chunks)}
+
+
+def _rows_of(columns: Mapping[str, Any], rows: np.ndarray) -> dict[str, Any]:
+    """The :data:`COLUMNS` at ``rows``; frame stacks stay frame stacks, over only the frames they use."""
+    if isinstance(columns["obs"], FrameStacks):
+        taken = joined_stacks([{name: columns[name].take(rows) for name in STACK_FIELDS}])
+        return {name: taken[name] if name in STACK_FIELDS else columns[name][rows] for name in COLUMNS}
+    return {name: columns[name][rows] for name in COLUMNS}
 
 
 def mix_datasets(first: str | Path, second: str | Path, ratio: float, out: str | Path,
@@ -223,11 +267,13 @@ def mix_datasets(first: str | Path, second: str | Path, ratio: float, out: str |
     total = min(a.size / ratio, b.size / (1.0 - ratio))
     rows_a = _whole_episode_rows(a, round(total * ratio))
     rows_b = _whole_episode_rows(b, round(total * (1.0 - ratio)))
-    shift = int(a.columns["env_id"].max()) + 1
-    columns = {}
-    for name in COLUMNS:
-        second_part = b.columns[name][rows_b] + (shift if name == "env_id" else 0)
-        columns[name] = np.concatenate([a.columns[name][rows_a], second_part])
+    parts = [_rows_of(a.columns, rows_a), _rows_of(b.columns, rows_b)]
+    parts[1]["env_id"] = parts[1]["env_id"] + int(a.columns["env_id"].max()) + 1
+    if any(isinstance(part["obs"], FrameStacks) for part in parts):  # frames once: both kept so
+        columns = _joined_chunks([part if isinstance(part["obs"], FrameStacks) else {**part, **to_frame_stacks(part)}
+                                  for part in parts])
+    else:
+        columns = {name: np.concatenate([part[name] for part in parts]) for name in COLUMNS}
     record = provenance("mix", ratio=ratio, parents=[{"path": str(d.path), "seal": d.seal} for d in (a, b)])
     return write_dataset(out, columns, a.observation_space, a.action_space, a.env_id, record,
                          reference_returns or a.manifest.get("reference_returns"), overwrite=overwrite)
@@ -260,6 +306,8 @@ def describe_dataset(path: str | Path) -> dict[str, Any]:
                             "action_space": str(dataset.action_space), "episodes": m["episodes"],
                             "reference_returns": m.get("reference_returns"), "provenance": m["provenance"],
                             "seal": m["seal"]}
+    if dataset.stored_frames is not None:
+        info["stored_frames"] = dataset.stored_frames  # observations as frame stacks, each frame once
     mean = m["episodes"].get("return_mean")
     if mean is not None and m.get("reference_returns"):
         info["normalised_return_mean"] = normalised(mean, m["reference_returns"])

@@ -12,9 +12,11 @@ import pytest
 
 import rlpipe
 from rlpipe.cli.main import main
-from rlpipe.data.dataset import Dataset
+from rlpipe.data.dataset import COLUMNS, Dataset
+from rlpipe.data.dataset.format import FRAMES_FORMAT
 from rlpipe.framework.middleware.ckpt_handler import latest_checkpoint
 from rlpipe.recipes.build import make_buffer
+from rlpipe.tools import datasets
 from rlpipe.tools.datasets import dataset_from_run, mix_datasets, rollout_dataset
 from rlpipe.utils.integrity import file_sha256
 from tests.cli_errors import one_line_error
@@ -111,3 +113,39 @@ def test_the_installed_command_makes_a_dataset_a_run_trains_on(cartpole_run, tmp
     assert info["size"] == Dataset.open(tmp_path / "d").size > 0 and info["episodes"]["count"] == 2
     bad = subprocess.run([str(script), "dataset", "info", str(tmp_path / "nowhere")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "does not exist" in bad.stderr
+
+
+PONG = ["run.max_env_step=1200", "run.progress=false", "policy.random_collect_size=600", "policy.nstep=1",
+        "env.collector_env_num=2", "policy.collect.n_sample=16", "policy.learn.batch_size=8",
+        "policy.other.replay_buffer.replay_buffer_size=2000", "env.evaluator_env_num=1", "env.n_evaluator_episode=1",
+        "env.atari={max_episode_steps: 200}"]  # short games, so that a rollout ends episodes soon
+
+
+def test_an_atari_runs_datasets_keep_each_frame_once(tmp_path, monkeypatch):
+    """From a run's frame store and from a policy's play, Pong's stacks are stored as frames once each and
+    read back as the stacks the buffer held and the envs gave; a rollout kept in small chunks gives the
+    same rows."""
+    pytest.importorskip("ale_py")
+    run = tmp_path / "pong"
+    rlpipe.train("pong-dqn", run, overrides=PONG)
+    made = dataset_from_run(run, tmp_path / "replay")
+    buffer = make_buffer(rlpipe.load(run).cfg)
+    buffer.load_data(str(latest_checkpoint(run).buffer_path))
+    stored = buffer.sample_batch(buffer.count(), indices=buffer.ids_at(buffer.ordered_slots())).data
+    assert made.manifest["format"] == FRAMES_FORMAT and made.size == 1200
+    assert made.stored_frames is not None and made.stored_frames < 1.1 * made.size  # about a frame a row, not 8
+    for name in COLUMNS:
+        np.testing.assert_array_equal(np.asarray(made.columns[name]), stored[name], err_msg=name)
+
+    greedy = rollout_dataset(run, tmp_path / "greedy", 2, num_envs=2, seed=1)
+    assert greedy.manifest["format"] == FRAMES_FORMAT and greedy.stored_frames < 1.1 * greedy.size
+    obs = np.asarray(greedy.columns["obs"])
+    assert obs.shape == (greedy.size, 4, 84, 84) and (obs[:, :3] != 0).any()
+    assert (rlpipe.load(run).policy.eval_mode.forward(obs) == greedy.columns["action"]).all()
+    monkeypatch.setattr(datasets, "ROLLOUT_CHUNK", 64)  # frames kept once per 64 rows: joined across chunks
+    chunked = rollout_dataset(run, tmp_path / "chunked", 2, num_envs=2, seed=1)
+    for name in COLUMNS:
+        np.testing.assert_array_equal(np.asarray(chunked.columns[name]), np.asarray(greedy.columns[name]))
+    mixed = mix_datasets(made.path, greedy.path, 0.5, tmp_path / "mixed")
+    assert mixed.stored_frames is not None and mixed.stored_frames < 1.1 * mixed.size
+    np.testing.assert_array_equal(np.asarray(mixed.columns["obs"][-greedy.size:]), obs)

@@ -119,6 +119,17 @@ class FrameRing:
         self.frames = np.empty((self.capacity, *frame_shape), dtype=dtype)
         self._multipliers = hash_multipliers(self.frames[0].nbytes)
 
+    def adopt(self, frames: np.ndarray) -> None:
+        """Hold ``frames`` (``capacity`` of them, all written; e.g. a dataset's read-only memory map) as the
+        ring, without copying: for reading them by slot."""
+        if len(frames) != self.capacity:
+            raise ValueError(f"a ring of {self.capacity} frames cannot hold {len(frames)}")
+        self.frames = frames
+        self._multipliers = hash_multipliers(frames[0].nbytes)
+        self.base, self.next_id = 0, self.capacity
+        self._by_hash.clear()
+        self._recent.clear()
+
     @property
     def frame_shape(self) -> tuple[int, ...] | None:
         return None if self.frames is None else self.frames.shape[1:]

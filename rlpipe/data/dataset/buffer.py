@@ -3,6 +3,8 @@
 It is a :class:`~rlpipe.data.buffer.DequeBuffer` whose storage is the dataset's memory-mapped
 columns (nothing is copied: a batch is gathered from the files' pages), so every sampling path
 (single transitions, sequences grouped by env, the seed's ``sample``) is the replay buffer's own.
+Observations kept as frame stacks (format 2) are read through the replay buffer's
+:class:`~rlpipe.data.buffer.FrameStore`, holding the dataset's frames: stacks are rebuilt per batch.
 It is read-only: pushing, updating or deleting is a one-line error.
 
 Saving it (a checkpoint's buffer file) writes no data, only what a resumed run needs to sample
@@ -20,8 +22,10 @@ import numpy as np
 
 from rlpipe.data.buffer.base import BufferedData
 from rlpipe.data.buffer.deque_buffer import DequeBuffer
+from rlpipe.data.buffer.middleware.frame_store import FrameStore
 from rlpipe.data.buffer.persist import BufferFileError, write_npz
 from rlpipe.data.dataset.format import Dataset, DatasetError
+from rlpipe.data.dataset.frames import FrameStacks
 from rlpipe.errors import first_line
 
 __all__ = ["SAMPLER_FORMAT", "DatasetBuffer"]
@@ -41,25 +45,31 @@ class DatasetBuffer(DequeBuffer):
         if rng is not None:
             self.rng = rng
         self.dataset = dataset
-        self.storage.adopt(dict(dataset.columns), {GROUP_KEY: dataset.columns["env_id"]})
+        columns = dict(dataset.columns)
+        stacks = {name: column for name, column in columns.items() if isinstance(column, FrameStacks)}
+        self.storage.adopt({**columns, **{name: column.index for name, column in stacks.items()}},
+                           {GROUP_KEY: dataset.columns["env_id"]})
+        if stacks:
+            first = next(iter(stacks.values()))
+            self.use(FrameStore.reading(self, first.frames, tuple(stacks), first.shape[1:]))
 
     def _read_only(self, what: str) -> DatasetError:
         return DatasetError(f"dataset {self.dataset.path} is read-only: cannot {what} (push new transitions to an "
                             "online buffer beside it)")
 
-    def _push(self, data: Any, meta: dict[str, Any] | None) -> BufferedData:
+    def push(self, data: Any, meta: dict[str, Any] | None = None) -> BufferedData:
         raise self._read_only("push")
 
-    def _push_batch(self, batch: Mapping[str, np.ndarray], meta: Mapping[str, np.ndarray] | None) -> np.ndarray:
+    def push_batch(self, batch: Mapping[str, np.ndarray], meta: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         raise self._read_only("push")
 
-    def _update(self, index: int, data: Any, meta: dict[str, Any] | None) -> bool:
+    def update(self, index: Any, data: Any = None, meta: dict[str, Any] | None = None) -> bool:
         raise self._read_only("update items")
 
-    def _update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
+    def update_batch(self, indices: np.ndarray, meta: Mapping[str, np.ndarray]) -> np.ndarray:
         raise self._read_only("update items")
 
-    def _delete(self, indices: np.ndarray) -> None:
+    def delete(self, index: Any) -> None:
         raise self._read_only("delete items")
 
     def clear(self) -> None:

@@ -5,6 +5,8 @@ Layout of a dataset directory::
     manifest.json     format, size, spaces, the env, episode statistics, reference returns,
                       provenance, each column's file, dtype, shape and SHA-256, and a seal
     obs.npy action.npy reward.npy next_obs.npy terminated.npy truncated.npy env_id.npy
+    frames.npy        (stacked-frame observations only, format 2: each frame once; ``obs.npy`` and
+                      ``next_obs.npy`` then hold each row's frame indices, :mod:`rlpipe.data.dataset.frames`)
 
 The rows are one-step transitions (``reward`` is one step's; ``next_obs`` follows ``obs``);
 ``env_id`` says which env each row came from, so episodes can be found in interleaved rows
@@ -31,14 +33,19 @@ import numpy as np
 from gymnasium import spaces
 
 from rlpipe.data.dataset.episodes import Episodes, find_episodes
+from rlpipe.data.dataset.frames import STACK_FIELDS, FrameStacks, holds_frame_stacks
 from rlpipe.data.dataset.spaces import space_from_json, space_to_json
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.utils.integrity import KEYED, PLAIN, algorithm_in_use, digest, file_sha256
 
-__all__ = ["COLUMNS", "FORMAT", "MANIFEST", "Dataset", "DatasetError", "dataset_in_memory", "write_dataset"]
+__all__ = ["COLUMNS", "FORMAT", "FRAMES_FORMAT", "MANIFEST", "Dataset", "DatasetError", "dataset_in_memory",
+           "write_dataset"]
 
 FORMAT = "rlpipe.dataset/1"
+FRAMES_FORMAT = "rlpipe.dataset/2"
+"""Format 1 with the observations as frame stacks (``frames.npy`` and each row's indices into it)."""
 MANIFEST = "manifest.json"
+FRAMES_FILE = "frames.npy"
 COLUMNS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "env_id")
 """The columns every dataset holds, one row per transition."""
 
@@ -71,7 +78,7 @@ def _column_dtype(name: str, observation_space: spaces.Space[Any], action_space:
     return np.dtype({"reward": np.float32, "env_id": np.int64}.get(name, bool))
 
 
-def check_columns(columns: Mapping[str, np.ndarray], observation_space: spaces.Space[Any],
+def check_columns(columns: Mapping[str, Any], observation_space: spaces.Space[Any],
                   action_space: spaces.Space[Any]) -> int:
     """The number of rows; one line naming the column that is missing, empty or of the wrong shape."""
     missing = [name for name in COLUMNS if name not in columns]
@@ -93,11 +100,12 @@ def check_columns(columns: Mapping[str, np.ndarray], observation_space: spaces.S
 
 @dataclass(frozen=True)
 class Dataset:
-    """An opened dataset: its columns (read-only memory maps), spaces and manifest."""
+    """An opened dataset: its columns (read-only memory maps; ``obs`` and ``next_obs`` are
+    :class:`~rlpipe.data.dataset.frames.FrameStacks` in format 2), spaces and manifest."""
 
     path: Path
     manifest: dict[str, Any]
-    columns: dict[str, np.ndarray] = field(repr=False)
+    columns: dict[str, Any] = field(repr=False)
 
     @property
     def size(self) -> int:
@@ -140,27 +148,47 @@ class Dataset:
             manifest = json.loads(manifest_path.read_text())
         except (OSError, ValueError, UnicodeDecodeError) as err:
             raise DatasetError(f"{manifest_path} is damaged ({first_line(err)})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        if not isinstance(manifest, dict) or manifest.get("format") not in (FORMAT, FRAMES_FORMAT):
             got = manifest.get("format") if isinstance(manifest, dict) else None
-            raise DatasetError(f"{manifest_path} has format {got!r}, expected {FORMAT!r}")
+            raise DatasetError(f"{manifest_path} has format {got!r}, expected {FORMAT!r} or {FRAMES_FORMAT!r}")
         _check_seal(manifest, manifest_path)
-        columns = {}
+        columns: dict[str, Any] = {}
         for name in COLUMNS:
             entry = manifest["columns"].get(name)
             if entry is None:
                 raise DatasetError(f"{manifest_path} lists no column '{name}'")
-            file = path / entry["file"]
-            if not file.is_file():
-                raise DatasetError(f"dataset file {file} is missing")
-            if file_sha256(file) != entry["sha256"]:
-                raise DatasetError(f"dataset file {file} does not match its SHA-256 in {manifest_path} (damaged or "
-                                   "changed after the dataset was written)")
-            values = np.load(file, mmap_mode="r", allow_pickle=False)
-            if str(values.dtype) != entry["dtype"] or list(values.shape) != entry["shape"]:
-                raise DatasetError(f"dataset file {file} holds {values.dtype} {list(values.shape)}, its manifest says "
-                                   f"{entry['dtype']} {entry['shape']}")
-            columns[name] = values
+            columns[name] = _load_file(path, entry, manifest_path)
+        if manifest["format"] == FRAMES_FORMAT:
+            frames = _load_file(path, manifest["frames"], manifest_path)
+            for name in STACK_FIELDS:
+                index = columns[name]
+                if index.ndim != 2 or not _indexes(index, len(frames)):
+                    raise DatasetError(f"dataset file {path / manifest['columns'][name]['file']} does not index "
+                                       f"the {len(frames)} frames of {path / manifest['frames']['file']}")
+                columns[name] = FrameStacks(frames, index)
         return cls(path, manifest, columns)
+
+    @property
+    def stored_frames(self) -> int | None:
+        """How many distinct frames the observations are made of (None: stored as arrays)."""
+        obs = self.columns["obs"]
+        return len(obs.frames) if isinstance(obs, FrameStacks) else None
+
+
+def _load_file(path: Path, entry: Mapping[str, Any], manifest_path: Path) -> np.ndarray:
+    """The array of one manifest ``entry`` (file, dtype, shape, SHA-256) as a read-only memory map; one line
+    naming the file when it is missing, changed or not what the manifest says."""
+    file = path / entry["file"]
+    if not file.is_file():
+        raise DatasetError(f"dataset file {file} is missing")
+    if file_sha256(file) != entry["sha256"]:
+        raise DatasetError(f"dataset file {file} does not match its SHA-256 in {manifest_path} (damaged or "
+                           "changed after the dataset was written)")
+    values = np.load(file, mmap_mode="r", allow_pickle=False)
+    if str(values.dtype) != entry["dtype"] or list(values.shape) != entry["shape"]:
+        raise DatasetError(f"dataset file {file} holds {values.dtype} {list(values.shape)}, its manifest says "
+                           f"{entry['dtype']} {entry['shape']}")
+    return values
 
 
 def _check_seal(manifest: Mapping[str, Any], where: Path) -> None:
@@ -176,33 +204,65 @@ def _check_seal(manifest: Mapping[str, Any], where: Path) -> None:
         raise DatasetError(f"{where} does not match its seal: the manifest was changed after it was written")
 
 
-def _prepared(columns: Mapping[str, np.ndarray], observation_space: spaces.Space[Any],
-              action_space: spaces.Space[Any], env_id: str) -> dict[str, np.ndarray]:
-    """The columns checked (:func:`check_columns`) and in their stored dtypes, contiguous."""
+def _prepared(columns: Mapping[str, Any], observation_space: spaces.Space[Any],
+              action_space: spaces.Space[Any], env_id: str) -> dict[str, Any]:
+    """The columns checked (:func:`check_columns`) and in their stored dtypes, contiguous (frame
+    stacks stay frame stacks)."""
     try:
         space_to_json(observation_space), space_to_json(action_space)
     except ValueError as err:
         raise DatasetError(f"cannot make a dataset of env '{env_id}': {err}") from None
     check_columns(columns, observation_space, action_space)
-    return {name: np.ascontiguousarray(columns[name], dtype=_column_dtype(name, observation_space, action_space))
+    stacked = holds_frame_stacks(columns)
+    if stacked:
+        _check_frame_stacks(columns, observation_space)
+    return {name: _frame_stacks(columns[name]) if stacked and name in STACK_FIELDS else
+            np.ascontiguousarray(columns[name], dtype=_column_dtype(name, observation_space, action_space))
             for name in COLUMNS}
 
 
+def _check_frame_stacks(columns: Mapping[str, Any], observation_space: spaces.Space[Any]) -> None:
+    """One line unless ``obs`` and ``next_obs`` are both :class:`FrameStacks` over one frames array of
+    the observation space's dtype."""
+    obs, next_obs = (columns[name] for name in STACK_FIELDS)
+    if not (isinstance(obs, FrameStacks) and isinstance(next_obs, FrameStacks) and obs.frames is next_obs.frames):
+        raise DatasetError("frame stacks: obs and next_obs must both be FrameStacks over one frames array")
+    if obs.dtype != observation_space.dtype:
+        raise DatasetError(f"dataset frames are {obs.dtype}, the observation space holds {observation_space.dtype}")
+    for name, stacks in zip(STACK_FIELDS, (obs, next_obs), strict=True):
+        if not _indexes(stacks.index, len(stacks.frames)):
+            raise DatasetError(f"frame stacks '{name}' index frames outside the {len(stacks.frames)} given")
+
+
+def _indexes(index: np.ndarray, frames: int) -> bool:
+    """Whether every entry of ``index`` names one of ``frames`` frames."""
+    return index.size == 0 or (int(index.min()) >= 0 and int(index.max()) < frames)
+
+
+def _frame_stacks(stacks: FrameStacks) -> FrameStacks:
+    """``stacks`` with contiguous frames and an ``int32`` index, as they are stored."""
+    return FrameStacks(np.ascontiguousarray(stacks.frames), np.ascontiguousarray(stacks.index, dtype=np.int32))
+
+
 def _sealed_manifest(
-    stored: Mapping[str, np.ndarray], entries: Mapping[str, Any], observation_space: spaces.Space[Any],
+    stored: Mapping[str, Any], entries: Mapping[str, Any], observation_space: spaces.Space[Any],
     action_space: spaces.Space[Any], env_id: str, provenance: Mapping[str, Any],
     reference_returns: Mapping[str, float] | None, first_partial: bool,
 ) -> dict[str, Any]:
-    """The manifest of ``stored`` columns described by ``entries`` (file, dtype, shape, SHA-256), sealed."""
+    """The manifest of ``stored`` columns described by ``entries`` (file, dtype, shape, SHA-256; with
+    frame stacks also ``frames``, the frames file's), sealed."""
     episodes = find_episodes(stored["env_id"], stored["terminated"] | stored["truncated"], stored["reward"],
                              first_partial)
+    frames = entries.get(FRAMES_FILE)
     manifest: dict[str, Any] = {
-        "format": FORMAT, "size": len(stored["reward"]), "env_id": env_id,
+        "format": FORMAT if frames is None else FRAMES_FORMAT, "size": len(stored["reward"]), "env_id": env_id,
         "observation_space": space_to_json(observation_space), "action_space": space_to_json(action_space),
         "first_partial": bool(first_partial), "episodes": episodes.summary(),
         "reference_returns": dict(reference_returns) if reference_returns else None,
-        "provenance": dict(provenance), "columns": dict(entries),
+        "provenance": dict(provenance), "columns": {name: entries[name] for name in COLUMNS},
     }
+    if frames is not None:
+        manifest["frames"] = frames
     algorithm = algorithm_in_use()
     manifest["seal"] = {"algorithm": algorithm, "digest": digest([_canonical(manifest)], algorithm)}
     return manifest
@@ -210,7 +270,7 @@ def _sealed_manifest(
 
 def write_dataset(
     path: str | Path,
-    columns: Mapping[str, np.ndarray],
+    columns: Mapping[str, Any],
     observation_space: spaces.Space[Any],
     action_space: spaces.Space[Any],
     env_id: str,
@@ -220,6 +280,8 @@ def write_dataset(
     overwrite: bool = False,
 ) -> Dataset:
     """Write ``columns`` (:data:`COLUMNS`, one row per transition) as a dataset at ``path`` and open it.
+    ``obs`` and ``next_obs`` given as :class:`~rlpipe.data.dataset.frames.FrameStacks` are kept so
+    (format 2: each frame once), arrays as arrays.
 
     ``env_id``: the env the data came from; ``provenance``: where it came from (source, preset, seed,
     commit, checkpoint digest, parents), JSON data; ``reference_returns``: ``random`` and ``expert``
@@ -234,9 +296,12 @@ def write_dataset(
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
+        files = {name: values.index if isinstance(values, FrameStacks) else values for name, values in stored.items()}
+        if isinstance(stored["obs"], FrameStacks):
+            files[FRAMES_FILE] = stored["obs"].frames
         entries = {}
-        for name, values in stored.items():
-            file = staging / f"{name}.npy"
+        for name, values in files.items():
+            file = staging / (name if name == FRAMES_FILE else f"{name}.npy")
             np.save(file, values, allow_pickle=False)
             entries[name] = {"file": file.name, "dtype": str(values.dtype), "shape": list(values.shape),
                              "sha256": file_sha256(file)}
@@ -263,6 +328,8 @@ def dataset_in_memory(
 ) -> Dataset:
     """A dataset of ``columns`` held in memory (read from another format, e.g. Minari's), named ``origin``;
     its manifest's digests are of the arrays' bytes, so its seal still names exactly this data."""
+    if holds_frame_stacks(columns):
+        raise DatasetError(f"{origin}: a dataset in memory holds arrays, not frame stacks")
     stored = _prepared(columns, observation_space, action_space, env_id)
     entries = {name: {"file": None, "dtype": str(values.dtype), "shape": list(values.shape),
                       "sha256": hashlib.sha256(values.data).hexdigest()} for name, values in stored.items()}

@@ -108,6 +108,15 @@ class FrameStore(BufferMiddleware):
         self.evicted = 0
         """Transitions deleted before the buffer's ring reached them, to free their frames."""
 
+    @classmethod
+    def reading(cls, buffer: SlotBuffer, frames: np.ndarray, fields: Sequence[str],
+                stack_shape: Sequence[int]) -> FrameStore:
+        """A store over ``frames`` already written (a dataset's, read-only): ``buffer``'s stack fields
+        hold indices into them. For reading; nothing is pushed through it."""
+        store = cls(buffer, frame_capacity=len(frames), window=0, fields=fields, stack_shape=stack_shape)
+        store.ring.adopt(frames)
+        return store
+
     # ---- writing -------------------------------------------------------------------
     def _stacks(self, data: Mapping[str, Any], batched: bool) -> dict[str, np.ndarray]:
         """The stack fields of ``data`` as numpy; ValueError naming a field that is missing or
