@@ -592,6 +592,11 @@ class OfflineConfig(_Strict):
     pretrain_iter: NonNegativeInt = Field(
         0, description="Updates on the dataset alone before the first env step (offline-to-online; IQL fine-tuning).",
     )
+    return_range: PositiveFloat | None = Field(
+        None, description="Scale the rewards the losses learn from so that the dataset's whole episodes' returns "
+        "span this range: policy.learn.reward_scale = return_range / (max return - min return), filled in when "
+        "the run starts (IQL's locomotion normalisation: 1000). None: rewards as policy.learn.reward_scale says.",
+    )
     seal: str | None = Field(
         None, description="The dataset's seal, filled in when the run starts, so a resumed run refuses other data.",
     )

@@ -2,11 +2,14 @@
 buffer the learner samples."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 
 from rlpipe.config import Config, ConfigError
+from rlpipe.config.algorithms import ALGORITHMS
 from rlpipe.data import DequeBuffer
 from rlpipe.data.dataset import Dataset, DatasetBuffer, DatasetError
 from rlpipe.data.dataset.minari_io import is_minari_source, read_minari
@@ -47,7 +50,29 @@ def open_offline_dataset(cfg: Config, observation_space: gym.Space, action_space
     filled = cfg.model_copy(deep=True)
     assert filled.offline is not None
     filled.offline.seal = dataset.seal
+    if filled.offline.return_range is not None:
+        filled.policy.learn.reward_scale = _reward_scale_for_range(cfg, dataset, filled.offline.return_range)
     return filled, dataset
+
+
+def _reward_scale_for_range(cfg: Config, dataset: Dataset, return_range: float) -> float:
+    """``return_range / (max - min)`` of the dataset's whole episodes' returns (IQL's normalisation); one line
+    naming the key when the dataset cannot give it, the algorithm learns from no rewards, or the config already
+    scales rewards otherwise (a resumed run's filled-in scale is this one)."""
+    if not ALGORITHMS[cfg.policy.type].learns_from_rewards:
+        raise ConfigError(f"config key 'offline.return_range': policy.type '{cfg.policy.type}' learns from no "
+                          "rewards")
+    returns = dataset.episodes().returns
+    spread = float(np.max(returns) - np.min(returns)) if len(returns) >= 2 else 0.0
+    if not spread > 0:
+        raise ConfigError(f"config key 'offline.return_range': dataset {dataset.path} needs two whole episodes "
+                          f"of different returns to scale by their range ({len(returns)} whole episodes)")
+    scale = return_range / spread
+    given = cfg.policy.learn.reward_scale
+    if given != 1.0 and not math.isclose(given, scale, rel_tol=1e-12):
+        raise ConfigError(f"config key 'offline.return_range' sets policy.learn.reward_scale to {scale:.6g} from "
+                          f"the dataset's returns; drop policy.learn.reward_scale={given:g} or offline.return_range")
+    return scale
 
 
 def dataset_buffer(cfg: Config, dataset: Dataset, online: DequeBuffer | None) -> DatasetBuffer:

@@ -107,6 +107,42 @@ def test_what_an_offline_run_cannot_do_is_one_line(overrides, message):
     assert "\n" not in str(err.value)
 
 
+def test_return_range_scales_the_rewards_learned_from_by_the_datasets_return_spread(pendulum_data, tmp_path):
+    returns = pendulum_data.episodes().returns
+    scale = 1000.0 / (returns.max() - returns.min())
+    rlpipe.train("pendulum-td3", tmp_path / "run",
+                 overrides=offline(pendulum_data, "offline.return_range=1000", "run.max_train_iter=100"))
+    saved = load_config(tmp_path / "run" / "config.yaml")
+    assert saved.offline.return_range == 1000 and saved.policy.learn.reward_scale == pytest.approx(scale) != 1.0
+    resumed = rlpipe.train(tmp_path / "run" / "config.yaml", tmp_path / "run", overrides=["run.max_train_iter=200"],
+                           resume=True)  # its filled-in scale is the one the range gives again
+    assert resumed.summary.train_iter == 200
+    rlpipe.train("pendulum-td3", tmp_path / "plain", overrides=offline(pendulum_data, "run.max_train_iter=100"))
+    assert load_config(tmp_path / "plain" / "config.yaml").policy.learn.reward_scale == 1.0
+    scaled, unscaled = (policy_tensors(run / "ckpt" / "iteration_100.pth.tar") for run in (tmp_path / "run",
+                                                                                          tmp_path / "plain"))
+    assert any(not torch.equal(scaled[k], unscaled[k]) for k in scaled)  # the same seed and data learned otherwise
+
+
+@pytest.mark.parametrize("more, message", [
+    (["policy.learn.reward_scale=2"], r"sets policy.learn.reward_scale to [\d.]+ from the dataset's returns; drop "
+     "policy.learn.reward_scale=2 or offline.return_range"),
+    (["BC"], "policy.type 'bc' learns from no rewards"),
+    (["ONE_EPISODE"], r"needs two whole episodes of different returns to scale by their range \(1 whole episodes\)"),
+])
+def test_a_return_range_that_cannot_apply_is_one_line_naming_the_key(pendulum_data, tmp_path, more, message):
+    config, overrides = "pendulum-td3", offline(pendulum_data, "offline.return_range=1000", *more)
+    if more == ["ONE_EPISODE"]:
+        one = rollout_dataset("pendulum-td3", tmp_path / "one", 1, random_actions=True, num_envs=1)
+        overrides = offline(one, "offline.return_range=1000")
+    if more == ["BC"]:  # behaviour cloning's own config (the docs' Pendulum one), on the same data
+        config = str(REPO / "docs" / "results" / "configs" / "pendulum-medium-bc.yaml")
+        overrides = [*SMALL, f"offline.dataset={pendulum_data.path}", "offline.return_range=1000"]
+    with pytest.raises(ConfigError, match=f"config key 'offline.return_range'.*{message}") as err:
+        rlpipe.train(config, tmp_path / "run", overrides=overrides)
+    assert "\n" not in str(err.value)
+
+
 def tagged(dataset, tmp_path, offset: int = 1000):
     """``dataset`` again with its env ids moved up by ``offset``, so its rows can be told from online ones."""
     columns = {**dataset.columns, "env_id": np.asarray(dataset.columns["env_id"]) + offset}
