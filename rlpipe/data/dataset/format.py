@@ -214,11 +214,15 @@ def _prepared(columns: Mapping[str, Any], observation_space: spaces.Space[Any],
         raise DatasetError(f"cannot make a dataset of env '{env_id}': {err}") from None
     check_columns(columns, observation_space, action_space)
     stacked = holds_frame_stacks(columns)
+    stored: dict[str, Any] = {
+        name: np.ascontiguousarray(columns[name], dtype=_column_dtype(name, observation_space, action_space))
+        for name in COLUMNS if not (stacked and name in STACK_FIELDS)}
     if stacked:
         _check_frame_stacks(columns, observation_space)
-    return {name: _frame_stacks(columns[name]) if stacked and name in STACK_FIELDS else
-            np.ascontiguousarray(columns[name], dtype=_column_dtype(name, observation_space, action_space))
-            for name in COLUMNS}
+        frames = np.ascontiguousarray(columns["obs"].frames)  # one array, shared by both fields as written
+        for name in STACK_FIELDS:
+            stored[name] = FrameStacks(frames, np.ascontiguousarray(columns[name].index, dtype=np.int32))
+    return stored
 
 
 def _check_frame_stacks(columns: Mapping[str, Any], observation_space: spaces.Space[Any]) -> None:
@@ -237,11 +241,6 @@ def _check_frame_stacks(columns: Mapping[str, Any], observation_space: spaces.Sp
 def _indexes(index: np.ndarray, frames: int) -> bool:
     """Whether every entry of ``index`` names one of ``frames`` frames."""
     return index.size == 0 or (int(index.min()) >= 0 and int(index.max()) < frames)
-
-
-def _frame_stacks(stacks: FrameStacks) -> FrameStacks:
-    """``stacks`` with contiguous frames and an ``int32`` index, as they are stored."""
-    return FrameStacks(np.ascontiguousarray(stacks.frames), np.ascontiguousarray(stacks.index, dtype=np.int32))
 
 
 def _sealed_manifest(
