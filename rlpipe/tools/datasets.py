@@ -207,16 +207,17 @@ def _play(cfg: Config, policy: Any, episodes: int, how: Acting, seed: int, num_e
     try:
         act = _acting(cfg, policy, how, np.random.default_rng(seed), env)
         env.reset(seed=seed)
-        clean, pieces, chunks, finished = FailedStepFilter(), [], [], 0
+        clean, pieces, chunks, finished, pending = FailedStepFilter(), [], [], 0, 0
         while finished < episodes:
             step = env.step(act(env.obs))
             finished += int(np.count_nonzero(step["terminated"] | step["truncated"]))
             ready = clean.add(step)
             if ready is not None:
                 pieces.append(ready)
-            if frames and sum(len(piece["reward"]) for piece in pieces) >= ROLLOUT_CHUNK:
+                pending += len(ready["reward"])
+            if frames and pending >= ROLLOUT_CHUNK:
                 chunks.append(_frame_chunk(pieces))
-                pieces = []
+                pieces, pending = [], 0
         last = clean.release()
         if last is not None:
             pieces.append(last)
