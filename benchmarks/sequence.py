@@ -67,6 +67,7 @@ from torch import nn
 
 from rlpipe.config import load_config
 from rlpipe.data.buffer import SequenceBuffer
+from rlpipe.policy.optim import initial_learning_rate
 from rlpipe.policy.r2d2 import R2D2Policy
 from rlpipe.recipes.build import make_policy
 
@@ -259,7 +260,8 @@ class HandR2D2:
                                            model.core_hidden, model.action_shape)
         self.target_network = copy.deepcopy(self.q_network)
         # fused like rlpipe's Adam: the ratio compares the updates, not two Adam kernels
-        self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=learn.learning_rate, fused=True)
+        lr = initial_learning_rate(learn, "learning_rate")  # the preset's schedule starts here, as rlpipe's does
+        self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=lr, fused=True)
         self.gamma, self.nstep = cfg.policy.discount_factor, cfg.policy.nstep
         self.burn_in, self.eta = learn.burn_in, learn.priority_eta
         self.grad_clip, self.target_update_freq = learn.grad_clip, learn.target_update_freq

@@ -17,8 +17,10 @@ SMALL = ["env.collector_env_num=1", "env.evaluator_env_num=1", "policy.other.rep
 @pytest.mark.parametrize("preset", preset_names())
 def test_the_preset_builds(preset, tmp_path):
     overrides = list(SMALL)
-    if load_config(preset).offline is not None:
-        dataset = rollout_dataset(preset, tmp_path / "data", episodes=1, random_actions=True, num_envs=1)
+    offline = load_config(preset).offline
+    if offline is not None:  # two episodes where the preset scales rewards by the returns' range
+        episodes = 1 if offline.return_range is None else 2
+        dataset = rollout_dataset(preset, tmp_path / "data", episodes=episodes, random_actions=True, num_envs=1)
         overrides.append(f"offline.dataset={dataset.path}")
     cfg = load_config(preset, overrides)
     with build_parts(cfg) as parts:
