@@ -224,7 +224,7 @@ def _play(cfg: Config, policy: Any, episodes: int, how: Acting, seed: int, num_e
     finally:
         env.close()
     if frames:
-        batch = _joined_chunks([*chunks, *([_frame_chunk(pieces)] if pieces else [])])
+        batch = _joined_rows([*chunks, *([_frame_chunk(pieces)] if pieces else [])])
     else:
         batch = {name: np.asarray(value) for name, value in concat_batches(pieces).items()}
     found = find_episodes(batch["env_id"], batch["terminated"] | batch["truncated"], batch["reward"])
@@ -238,10 +238,11 @@ def _frame_chunk(pieces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {**batch, **to_frame_stacks(batch)}
 
 
-def _joined_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Chunks of :func:`_frame_chunk` as one: columns concatenated, frame stacks over one frames array."""
-    joined = {name: np.concatenate([chunk[name] for chunk in chunks]) for name in COLUMNS if name not in STACK_FIELDS}
-    return {**joined, **joined_stacks(chunks)}
+def _joined_rows(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows whose observations are :class:`FrameStacks` (rollout chunks, a mix's two datasets) as one:
+    columns concatenated, frame stacks over one frames array."""
+    joined = {name: np.concatenate([part[name] for part in parts]) for name in COLUMNS if name not in STACK_FIELDS}
+    return {**joined, **joined_stacks(parts)}
 
 
 def _rows_of(columns: Mapping[str, Any], rows: np.ndarray) -> dict[str, Any]:
@@ -271,7 +272,7 @@ def mix_datasets(first: str | Path, second: str | Path, ratio: float, out: str |
     parts = [_rows_of(a.columns, rows_a), _rows_of(b.columns, rows_b)]
     parts[1]["env_id"] = parts[1]["env_id"] + int(a.columns["env_id"].max()) + 1
     if any(isinstance(part["obs"], FrameStacks) for part in parts):  # frames once: both kept so
-        columns = _joined_chunks([part if isinstance(part["obs"], FrameStacks) else {**part, **to_frame_stacks(part)}
+        columns = _joined_rows([part if isinstance(part["obs"], FrameStacks) else {**part, **to_frame_stacks(part)}
                                   for part in parts])
     else:
         columns = {name: np.concatenate([part[name] for part in parts]) for name in COLUMNS}

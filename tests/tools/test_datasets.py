@@ -149,3 +149,7 @@ def test_an_atari_runs_datasets_keep_each_frame_once(tmp_path, monkeypatch):
     mixed = mix_datasets(made.path, greedy.path, 0.5, tmp_path / "mixed")
     assert mixed.stored_frames is not None and mixed.stored_frames < 1.1 * mixed.size
     np.testing.assert_array_equal(np.asarray(mixed.columns["obs"][-greedy.size:]), obs)
+    offline = rlpipe.train("pong-dqn", tmp_path / "offline", overrides=[  # the learner trains from the frames
+        *PONG, f"offline.dataset={mixed.path}", "policy.random_collect_size=0", "run.max_train_iter=20",
+        "policy.learn.update_per_collect=10", "env.atari={max_episode_steps: 50}"])
+    assert offline.summary.train_iter == 20 and offline.summary.env_step == 0

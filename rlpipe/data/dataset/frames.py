@@ -80,7 +80,8 @@ def to_frame_stacks(columns: Mapping[str, Any]) -> dict[str, FrameStacks]:
 
 def joined_stacks(parts: Sequence[Mapping[str, FrameStacks]]) -> dict[str, FrameStacks]:
     """Parts (each ``obs`` and ``next_obs`` sharing one frames array) joined row-wise into one pair over
-    one frames array that holds only the frames some row uses, in order of first use per part."""
+    one frames array that holds only the frames some row uses, part after part, each part's in the order
+    of its own frames array."""
     frames: list[np.ndarray] = []
     indices: dict[str, list[np.ndarray]] = {name: [] for name in STACK_FIELDS}
     offset = 0
