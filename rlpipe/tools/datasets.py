@@ -92,11 +92,10 @@ def dataset_from_run(run_dir: str | Path, out: str | Path, reference_returns: Re
         raise DatasetError(f"the replay buffer of run {run_dir} ({unit.buffer_path.name}) is empty")
     columns = _buffer_rows(buffer, ids)
     observation_space, action_space = _env_spaces(cfg)
-    wrapped = buffer.storage.next_id - buffer.storage.base > buffer.storage.capacity
     source = provenance("run", cfg, run_dir=str(run_dir), checkpoint=unit.path.name,
                         checkpoint_sha256=file_sha256(unit.path), env_step=unit.state["counters"]["env_step"])
     return write_dataset(out, columns, observation_space, action_space, cfg.env.env_id, source,
-                         reference_returns, first_partial=wrapped, overwrite=overwrite)
+                         reference_returns, first_partial=buffer.overwritten, overwrite=overwrite)
 
 
 def _buffer_rows(buffer: DequeBuffer, ids: np.ndarray) -> dict[str, Any]:
@@ -108,7 +107,7 @@ def _buffer_rows(buffer: DequeBuffer, ids: np.ndarray) -> dict[str, Any]:
         rows = buffer.sample_batch(len(ids), indices=ids).data
         return {name: rows[name] for name in COLUMNS}
     assert store.ring.frames is not None
-    raw = buffer.storage.data.gather(buffer.locate(ids).slots)  # the stack fields as ring slots
+    raw = buffer.stored_rows(ids)  # the stack fields as ring slots
     stacks = joined_stacks([{name: FrameStacks(store.ring.frames, raw[name]) for name in STACK_FIELDS}])
     return {name: stacks[name] if name in STACK_FIELDS else raw[name] for name in COLUMNS}
 

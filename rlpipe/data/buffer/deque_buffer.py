@@ -469,6 +469,19 @@ class DequeBuffer(Buffer):
         """Slots of the stored items, oldest first."""
         return self.storage.ordered_slots()
 
+    def stored_rows(self, ids: np.ndarray) -> dict[str, Any]:
+        """The data fields of the stored items ``ids`` (1-D) as the storage holds them: no
+        middleware reads them, so a :class:`~rlpipe.data.buffer.FrameStore`'s stack fields stay
+        ring slots. For copying a buffer out without rebuilding what its middleware packed."""
+        with self.storage.lock:
+            return self._gather(self._slots_of(ids, skip_missing=False))
+
+    @property
+    def overwritten(self) -> bool:
+        """Whether more items were pushed since the last clear than the buffer holds (the oldest
+        were overwritten, so what is stored may start inside an episode)."""
+        return self.storage.next_id - self.storage.base > self.storage.capacity
+
     def meta_column(self, key: str, slots: np.ndarray) -> np.ndarray:
         """Meta ``key`` of the items at ``slots``; ValueError naming ``key`` if some lack it."""
         return self.storage.meta.column(key, slots)

@@ -129,6 +129,26 @@ def test_ring_overwrite_frees_frames() -> None:
     np.testing.assert_array_equal(stored, np.arange(max(pushed.obs) - 99, max(pushed.obs) + 1))
 
 
+def test_stored_rows_give_ring_slots_not_stacks() -> None:
+    """``stored_rows`` skips the middleware's reading: the stack fields are the ring slots whose frames
+    are the pushed stacks; ``overwritten`` turns true once the buffer's ring goes round."""
+    buf, fs = store(size=100)
+    pushed = Pushed()
+    rows_seen = 0
+    for rows in vector_rows(2, 80, distinct=True):
+        pushed.push(buf, rows)
+        rows_seen += len(rows["reward"])
+        assert buf.overwritten == (rows_seen > 100)
+    assert buf.overwritten
+    ids = buf.ids_at(buf.ordered_slots())
+    raw = buf.stored_rows(ids)
+    assert raw["obs"].dtype == np.int32 and raw["obs"].shape == (len(ids), STACK)
+    np.testing.assert_array_equal(fs.ring.gather(raw["obs"]), np.stack([pushed.obs[i] for i in ids.tolist()]))
+    np.testing.assert_array_equal(raw["reward"], buf.sample_batch(0, indices=ids).data["reward"])
+    with pytest.raises(ValueError, match="not in the buffer"):
+        buf.stored_rows(np.array([int(ids[0]) - 1]))
+
+
 def test_short_episodes_drop_the_oldest_transitions_early(caplog: pytest.LogCaptureFixture) -> None:
     """One-step episodes need two frames a transition: the ring of 1.2x frames keeps the newest
     transitions whose frames fit, logs once, and never shows an overwritten frame."""
