@@ -70,11 +70,19 @@ def model_shapes(model_cfg: Any) -> tuple[spaces.Space[Any], int]:
     return model_observation_space(model_cfg), int(model_cfg.action_shape)
 
 
+def _tensor(value: ArrayLike, device: torch.device) -> torch.Tensor:
+    """``value`` as a tensor on ``device``; a read-only array (a dataset's memory map) is copied first,
+    which torch would otherwise share with a warning that writes are undefined."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        value = value.copy()
+    return torch.as_tensor(value, device=device)
+
+
 def observations_to(obs: ArrayLike | Mapping[str, ArrayLike], device: torch.device) -> Observation:
     """Observations as tensors on ``device``, keeping their dtype (a ``uint8`` image stays ``uint8``)."""
     if isinstance(obs, Mapping):
-        return {key: torch.as_tensor(value, device=device) for key, value in obs.items()}
-    return torch.as_tensor(obs, device=device)
+        return {key: _tensor(value, device) for key, value in obs.items()}
+    return _tensor(obs, device)
 
 
 def per_sample(name: str, column: torch.Tensor, what: str = "one value per row") -> torch.Tensor:

@@ -11,7 +11,7 @@ from torch import nn
 from rlpipe.model import make_encoder
 from rlpipe.model.encoders import observation_space
 from rlpipe.policy import DQNPolicy, Policy, SACPolicy
-from rlpipe.policy.frame import PolicyFrame, model_shapes
+from rlpipe.policy.frame import PolicyFrame, model_shapes, observations_to
 from rlpipe.policy.q_learning import QLearningPolicy
 
 from . import test_dqn, test_sac
@@ -220,3 +220,17 @@ def test_reward_scale_learns_from_scaled_rewards(family):
     assert scaled != pytest.approx(critic_loss_of_first_update(family, 1.0, 1.0), rel=1e-3)
     with pytest.raises(ValueError, match="reward_scale"):
         critic_loss_of_first_update(family, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_read_only_observations_are_copied_not_shared(family):
+    """A dataset's observations are a read-only memory map: torch would share it (with a warning, once
+    per process, that writes are undefined), so it is copied; a writable array is still shared.
+    Acting on either gives the same actions."""
+    policy = make(family, 0)
+    obs = np.random.default_rng(0).normal(size=(5, FAMILIES[family][2])).astype(np.float32)
+    read_only = obs.copy()
+    read_only.flags.writeable = False
+    assert observations_to(obs, torch.device("cpu")).data_ptr() == obs.ctypes.data
+    assert observations_to(read_only, torch.device("cpu")).data_ptr() != read_only.ctypes.data
+    np.testing.assert_array_equal(policy.eval_mode.forward(read_only), policy.eval_mode.forward(obs))
