@@ -96,6 +96,7 @@ from typing import Any, TextIO
 
 import numpy as np
 import torch
+from peers import D3RLPY_PYTHON, D3RLPY_VENV, d3rlpy_python  # benchmarks/peers.py (numpy-free, so the worker has it)
 
 # Only numpy and torch at module level: d3rlpy's interpreter runs this file too (as the worker), without rlpipe.
 
@@ -104,8 +105,6 @@ POOL = 16
 """Random batches made before timing; the updates cycle through them."""
 ALGOS = ("td3bc", "iql")
 PRESETS = {"td3bc": "hopper-medium-td3bc", "iql": "hopper-medium-iql"}
-DEFAULT_D3RLPY_PYTHON = "/work/d3venv/bin/python"
-HOW_TO_MAKE = "python -m venv D && D/bin/pip install torch==2.13.0 && D/bin/pip install d3rlpy==2.8.1"
 SMALL_ROWS = 40_000
 """Rows of the dataset each load process loads first (timed apart): enough that sampling 256 distinct rows
 takes rlpipe's numba path (``size * (size - 1) <= 2 * population``), so its one-time load is not in the 1M load."""
@@ -250,18 +249,13 @@ class D3rlpyUpdates:
 
 def start_d3rlpy(python: str, warmup: int) -> D3rlpyUpdates | None:
     """The worker in ``python``, or None (one printed line saying why) where there is none to run."""
-    if python.lower() == "none":
-        print("d3rlpy side skipped: --d3rlpy-python none")
-        return None
-    if not Path(python).is_file():
-        print(f"d3rlpy side skipped: {python} does not exist; make d3rlpy's own virtualenv D with "
-              f"`{HOW_TO_MAKE}` and pass --d3rlpy-python D/bin/python")
+    if d3rlpy_python(python) is None:
         return None
     try:
         return D3rlpyUpdates(python, warmup)
     except RuntimeError as err:
         print(f"d3rlpy side skipped: {python} could not build d3rlpy's algorithms ({str(err).splitlines()[-1]}); "
-              f"make its virtualenv D with `{HOW_TO_MAKE}`")
+              f"make its virtualenv D with `{D3RLPY_VENV}`")
         return None
 
 
@@ -377,8 +371,8 @@ def main() -> None:
     parser.add_argument("--transitions", type=int, default=None,
                         help="rows of the loaded dataset (default 1,000,000; 10,000 with --quick)")
     parser.add_argument("--load-repeats", type=int, default=None, help="loads of each kind (default 5; 1 with --quick)")
-    parser.add_argument("--d3rlpy-python", default=DEFAULT_D3RLPY_PYTHON,
-                        help=f"the interpreter of d3rlpy's own virtualenv, or 'none' (default {DEFAULT_D3RLPY_PYTHON})")
+    parser.add_argument("--d3rlpy-python", default=D3RLPY_PYTHON,
+                        help=f"the interpreter of d3rlpy's own virtualenv, or 'none' (default {D3RLPY_PYTHON})")
     parser.add_argument("--d3rlpy-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warmup", type=int, default=10, help=argparse.SUPPRESS)
     parser.add_argument("--load-child", nargs=3, metavar=("KIND", "SMALL", "BIG"), help=argparse.SUPPRESS)

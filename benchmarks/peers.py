@@ -8,6 +8,7 @@ writes ``null`` for the peer's figures and ratios, under the same keys as when i
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 DISTRIBUTIONS = {"stable_baselines3": "stable-baselines3", "tianshou": "tianshou"}
 """Peer module -> the package that installs it."""
@@ -24,3 +25,24 @@ def peer_installed(module: str) -> bool:
         print(f"{DISTRIBUTIONS[module]} side skipped: {module} is not installed (pip install 'rlpipe[bench]')")
         return False
     return True
+
+
+D3RLPY_PYTHON = "/work/d3venv/bin/python"
+"""Where the benchmarks look for d3rlpy's interpreter by default: d3rlpy 2.8.1 pins gymnasium 1.0.0, so it
+lives in a virtualenv of its own, never in rlpipe's."""
+D3RLPY_VENV = ("python -m venv D && D/bin/pip install torch==2.13.0 && D/bin/pip install d3rlpy==2.8.1 "
+               "'mujoco>=3.2,<3.11' imageio")
+"""How to make that virtualenv (MuJoCo at rlpipe's versions, so both sides step the same physics)."""
+
+
+def d3rlpy_python(python: str) -> str | None:
+    """``python`` if it is an interpreter to run d3rlpy's side with, else None (one printed line says why:
+    ``--d3rlpy-python none``, or no such file and how to make one)."""
+    if python.lower() == "none":
+        print("d3rlpy side skipped: --d3rlpy-python none")
+        return None
+    if not Path(python).is_file():
+        print(f"d3rlpy side skipped: {python} does not exist; make d3rlpy's own virtualenv D with "
+              f"`{D3RLPY_VENV}` and pass --d3rlpy-python D/bin/python")
+        return None
+    return python

@@ -28,7 +28,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 NOT_SCRIPTS = {"peers"}  # benchmarks/peers.py: what the scripts share
-OWN_TESTS = {"atari100k", "offline"}
+OWN_TESTS = {"atari100k", "offline", "offline_returns"}
 TIMEOUT_S = 300
 
 SB3, TIANSHOU = "stable_baselines3", "tianshou"
