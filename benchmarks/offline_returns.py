@@ -155,6 +155,7 @@ def settings_of(config: str, dataset: str) -> dict[str, Any]:
     from rlpipe.config import load_config
 
     cfg = load_config(config, [f"offline.dataset={dataset}"])
+    assert cfg.offline is not None  # the override made it
     learn, model = cfg.policy.learn, cfg.policy.model
     lr = {key: getattr(learn, key) for key in ("learning_rate_actor", "learning_rate_q")}
     if not all(isinstance(value, float) for value in lr.values()):
