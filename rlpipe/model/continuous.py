@@ -59,10 +59,11 @@ class EnsembleLinear(nn.Module):
         # Under bfloat16 autocast (learn.precision) ``x`` arrives in bfloat16: the small weights
         # below are cast to it, since a float32 operand would make each op convert the whole
         # [n, B, hidden] activation to float32 and back (3.5-7% of a bf16 SAC update).
-        if self.out_features == 1:
-            # A dot product per row. As a [B, in] x [in, 1] product (and the [B, 1] x [1, in]
-            # one of its backward) CPU BLAS is about 4x slower than multiply-and-sum. The sum
-            # accumulates in float32 so that Q-values keep full precision.
+        if self.out_features == 1 and x.dtype != torch.float32:
+            # A bfloat16 product would round each Q-value to bfloat16: the one-output layer is a
+            # multiply-and-sum accumulated in float32 instead, so Q-values keep full precision. In
+            # float32 the product is faster (1.1-1.4x for a batch of 256 with its backward, 1.6x
+            # for CQL's 7,680 proposals; torch 2.13, one thread, AVX-512 and AVX2 alike).
             products = x * weight.transpose(1, 2).to(x.dtype)
             return products.sum(dim=-1, keepdim=True, dtype=torch.float32) + bias
         # bmm then an in-place bias: baddbmm's broadcast copy of the bias into its output
