@@ -9,10 +9,12 @@ trains d3rlpy for a few updates and reads its run results back through rlpipe's 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -23,9 +25,21 @@ from rlpipe.tools.results import RunResult, read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "offline_returns.py"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import offline_returns  # noqa: E402  (benchmarks/ is not a package)
-from peers import D3RLPY_PYTHON  # noqa: E402
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, registered under ``name``. benchmarks/ is not a package and
+    never goes on ``sys.path`` here: its ``minatar.py`` would shadow the minatar package for every later test."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+D3RLPY_PYTHON = benchmark_module("peers").D3RLPY_PYTHON  # offline_returns imports peers by that name
+offline_returns = benchmark_module("offline_returns")
 
 PENDULUM_CONFIGS = ["--td3bc-config", "docs/results/configs/pendulum-medium-td3bc.yaml",
                     "--iql-config", "docs/results/configs/pendulum-medium-iql.yaml"]
