@@ -54,8 +54,8 @@ from peers import D3RLPY_PYTHON, d3rlpy_python  # benchmarks/peers.py
 
 # Only numpy at module level: d3rlpy's interpreter runs this file too (as the worker), without rlpipe.
 
-ALGOS = {"td3bc": ("td3_bc", "hopper-medium-td3bc"), "iql": ("iql", "hopper-medium-iql")}
-"""Name -> (rlpipe's policy.type, the config compared with by default)."""
+ALGOS = {"td3bc": "hopper-medium-td3bc", "iql": "hopper-medium-iql"}
+"""Name -> the rlpipe config compared with by default."""
 COLUMN_FILES = ("observations", "actions", "rewards", "terminals", "timeouts")
 EVAL_SEED_STRIDE = 10_000
 
@@ -153,13 +153,14 @@ def write_arrays(dataset: Any, folder: Path) -> int:
 def settings_of(config: str, dataset: str) -> dict[str, Any]:
     """What d3rlpy's config takes from the rlpipe config ``config`` (a preset name or a YAML file)."""
     from rlpipe.config import load_config
+    from rlpipe.config.loader import ConfigError
 
     cfg = load_config(config, [f"offline.dataset={dataset}"])
     assert cfg.offline is not None  # the override made it
     learn, model = cfg.policy.learn, cfg.policy.model
     lr = {key: getattr(learn, key) for key in ("learning_rate_actor", "learning_rate_q")}
     if not all(isinstance(value, float) for value in lr.values()):
-        raise ValueError(f"{config}: d3rlpy's side takes constant learning rates, got {lr}")
+        raise ConfigError(f"{config}: d3rlpy's side takes constant learning rates, got {lr}")
     return {"type": cfg.policy.type, "batch_size": learn.batch_size, "gamma": cfg.policy.discount_factor,
             "tau": learn.target_theta, "actor_lr": lr["learning_rate_actor"], "critic_lr": lr["learning_rate_q"],
             "hidden": list(model.encoder_hidden_size_list), "obs_norm": bool(model.obs_norm),
@@ -228,7 +229,7 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--final-episodes", type=int, default=100)
-    for name, (_, preset) in ALGOS.items():
+    for name, preset in ALGOS.items():
         parser.add_argument(f"--{name}-config", default=preset,
                             help=f"the rlpipe config compared with (default {preset})")
     parser.add_argument("--results", type=Path, default=None, help="append d3rlpy's run results to this file")
@@ -245,7 +246,16 @@ def main() -> None:
         parser.error("the dataset is required")
     if args.quick:
         args.seeds, args.updates, args.eval_every, args.eval_episodes, args.final_episodes = [0], 200, 100, 1, 2
+    from rlpipe.errors import RlpipeError, first_line
 
+    try:
+        compare(args)
+    except RlpipeError as err:  # a tampered or missing dataset, a config that cannot be mapped: one line
+        parser.error(first_line(err))
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Train d3rlpy's side as ``args`` say, write its results, and print the figures' JSON line."""
     from rlpipe.data.dataset import Dataset
     from rlpipe.tools.results import write_results
 

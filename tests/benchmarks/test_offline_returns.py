@@ -133,3 +133,12 @@ def test_d3rlpys_runs_enter_the_results_format(pendulum_dataset: Path, tmp_path:
     assert all(r.env_step == [100, 200] and r.final_eval_episodes == 2 and -2000 < r.final < 0 for r in runs)
     figures = json.loads(lines[-1])
     assert figures["d3rlpy_td3bc_final_mean"] == pytest.approx(runs[0].final)
+
+
+def test_a_missing_dataset_is_one_line_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "no-dataset"
+    run = subprocess.run([sys.executable, str(SCRIPT), str(missing), "--quick", "--d3rlpy-python", "none"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.endswith(f"error: dataset {missing} does not exist (or is not a directory)")
