@@ -9,12 +9,10 @@ trains d3rlpy for a few updates and reads its run results back through rlpipe's 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -22,20 +20,10 @@ import pytest
 from rlpipe.data.dataset import Dataset, write_dataset
 from rlpipe.tools.datasets import rollout_dataset
 from rlpipe.tools.results import RunResult, read_results, write_results
+from tests.benchmark_scripts import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "offline_returns.py"
-
-
-def benchmark_module(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as a module, registered under ``name``. benchmarks/ is not a package and
-    never goes on ``sys.path`` here: its ``minatar.py`` would shadow the minatar package for every later test."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 D3RLPY_PYTHON = benchmark_module("peers").D3RLPY_PYTHON  # offline_returns imports peers by that name

@@ -1,19 +1,15 @@
 """benchmarks/atari100k.py: per-game raw and human-normalised scores and their aggregates, next to DER's."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from rlpipe.config import dump_config, load_config
+from tests.benchmark_scripts import benchmark_module
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("atari100k", ROOT / "benchmarks" / "atari100k.py")
-assert spec is not None and spec.loader is not None
-atari100k = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(atari100k)
+atari100k = benchmark_module("atari100k")
 
 
 def fake_run(tmp_path: Path, name: str, game: str, score: float) -> Path:

@@ -1,0 +1,25 @@
+"""Loading a script of ``benchmarks/`` as a module, for the tests that check what it computes.
+
+benchmarks/ is not a package, and it must never go on ``sys.path`` in a test: its ``minatar.py`` would
+shadow the minatar package for every later test in the session (31 failures in a fresh clone once).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, registered in ``sys.modules`` under ``name`` so that a script
+    importing a sibling by name (``import peers``) finds the one loaded here first."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
