@@ -35,7 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -202,11 +202,20 @@ def main() -> None:
         libraries = tuple(lib for lib in libraries if lib != "sb3")
     compare = functools.partial(compare_seed, args.game, args.steps, args.episodes, out, libraries)
     sb3_first = [position % 2 == 1 for position in range(len(args.seeds))]
+    rows: list[dict[str, float | None]] = []
+
+    def keep(finished: Iterable[dict[str, float | None]]) -> None:
+        """Each seed's row as it finishes, its SB3 run written to ``--results`` at once (a kill keeps it)."""
+        for row in finished:
+            rows.append(row)
+            if args.results is not None:
+                write_results(args.results, sb3_results(args.game, args.steps, args.episodes, [row]))
+
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            rows = list(pool.map(compare, args.seeds, sb3_first))
+            keep(pool.map(compare, args.seeds, sb3_first))
     else:
-        rows = list(map(compare, args.seeds, sb3_first))
+        keep(map(compare, args.seeds, sb3_first))
 
     def mean(key: str) -> float | None:
         values = [row[key] for row in rows if row[key] is not None]  # SB3's are None where it was skipped
@@ -224,8 +233,6 @@ def main() -> None:
         "rlpipe_wall_s_mean": ours_wall, "sb3_wall_s_mean": sb3_wall,
         "wall_time_sb3_ratio": wall_ratio, "return_sb3_ratio": return_ratio,
     }
-    if args.results is not None:
-        write_results(args.results, sb3_results(args.game, args.steps, args.episodes, rows))
     if wall_ratio is None:
         print(f"rlpipe {ours_return} / SB3 {sb3_return} mean final return: one library only, no ratio")
     else:

@@ -116,7 +116,7 @@ BENCHES: dict[str, Bench] = {
         peer_ratios=sb3("wall_time_sb3_ratio", "return_sb3_ratio"),
         explained_nulls={"return_sb3_ratio": "return_sb3_ratio is null: SB3's mean final return is 0"},
         extra=("minatar", "minatar"),
-        args=("--out", "{tmp}"),  # rlpipe's runs (else a temp dir that stays)
+        args=("--out", "{tmp}", "--results", "{tmp}/sb3.jsonl"),  # rlpipe's runs (else a temp dir that stays)
     ),
     "numerics": Bench(keys("adam_ieee_ms", "adam_flush_ms", "flush_denormal_ratio", "noisy_act_ratio",
                            "noisy_update_ratio", "noisy_256_rows_ratio", "der_update_noisy_encoder_ms",
