@@ -22,6 +22,7 @@ from rlpipe.entry.evaluate import ChosenCheckpoint, default_checkpoint, load_pol
 from rlpipe.envs.families import family_of
 from rlpipe.policy import Policy
 from rlpipe.policy.base import RecurrentPolicy
+from rlpipe.recipes.build import acting_threads
 from rlpipe.recipes.envs import make_env_factory
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
 
@@ -100,16 +101,18 @@ class Agent:
         rows, single = self._rows(obs)
         policy_obs = np.stack([self._to_policy(row) for row in rows])  # in its own dtype: the encoder converts
         if self.recurrent:
-            return self._predict_with_memory(policy_obs, single, deterministic, state)
+            with acting_threads(self.cfg):
+                return self._predict_with_memory(policy_obs, single, deterministic, state)
         if state is not None:
             raise ValueError(f"predict: state is for recurrent agents; policy.type '{self.cfg.policy.type}' has "
                              "no memory")
-        if deterministic:
-            actions = self.policy.eval_mode.forward(policy_obs)
-        elif ALGORITHMS[self.cfg.policy.type].exploration_of(self.cfg.policy) is Exploration.EPSILON:
-            actions = self.policy.collect_mode.forward(policy_obs, eps=self.cfg.policy.other.eps.end)
-        else:
-            actions = self.policy.collect_mode.forward(policy_obs)
+        with acting_threads(self.cfg):
+            if deterministic:
+                actions = self.policy.eval_mode.forward(policy_obs)
+            elif ALGORITHMS[self.cfg.policy.type].exploration_of(self.cfg.policy) is Exploration.EPSILON:
+                actions = self.policy.collect_mode.forward(policy_obs, eps=self.cfg.policy.other.eps.end)
+            else:
+                actions = self.policy.collect_mode.forward(policy_obs)
         env_actions = [self._to_env(action) for action in actions]
         return env_actions[0] if single else np.stack(env_actions)
 

@@ -14,7 +14,7 @@ from rlpipe.config import Config, ConfigError, load_config
 from rlpipe.entry.video import record_episodes, video_writer
 from rlpipe.framework.middleware import evaluate_episodes
 from rlpipe.policy import Policy
-from rlpipe.recipes.build import make_policy
+from rlpipe.recipes.build import acting_threads, make_policy
 from rlpipe.recipes.envs import REEVAL_SEED_OFFSET, make_vector_env
 from rlpipe.utils.checkpoint import CheckpointError, load_checkpoint, required_seal
 from rlpipe.utils.metrics import read_metrics
@@ -150,11 +150,12 @@ def evaluate_run(run_dir: Path, episodes: int | None = None, checkpoint: str | P
     cfg = checkpoint_config(run_cfg, state, path)
     policy = load_policy(cfg, state, path)
     n_episode = episodes or cfg.env.n_evaluator_episode
-    if writer is not None:
-        output = record_episodes(cfg, policy, n_episode, cfg.seed + REEVAL_SEED_OFFSET, writer)
-    else:
-        with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
-            output = evaluate_episodes(policy.eval_mode, env, n_episode, cfg.policy.eval.eps)
+    with acting_threads(cfg):
+        if writer is not None:
+            output = record_episodes(cfg, policy, n_episode, cfg.seed + REEVAL_SEED_OFFSET, writer)
+        else:
+            with closing(make_vector_env(cfg, cfg.env.evaluator_env_num, cfg.seed + REEVAL_SEED_OFFSET)) as env:
+                output = evaluate_episodes(policy.eval_mode, env, n_episode, cfg.policy.eval.eps)
     returns = output["episode_return"]
     video_fields = {} if video is None else {"video": str(video), "video_frames": output["frames"]}
     return {

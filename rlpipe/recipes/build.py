@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
 from types import TracebackType
@@ -51,6 +52,25 @@ def computes_subnormals_as_zero() -> bool:
     ``set_flush_denormal`` but has no getter): a product of two normal floats whose result is
     subnormal comes out as zero."""
     return (torch.tensor([1e-30]) * 1e-9).item() == 0.0
+
+
+@contextmanager
+def acting_threads(cfg: Config) -> Iterator[None]:
+    """torch's intra-op threads at ``run.torch_threads`` inside, the caller's count put back after.
+
+    Acting outside training (``rlpipe.load``'s ``predict``, ``rlpipe eval``, dataset rollouts) runs a
+    small network one batch at a time, as training does, where torch's default of one thread per
+    core only adds waiting, many times over on a machine that other runs keep busy. Scoped, so a
+    caller's own torch work keeps its setting; the switch costs far less than a step."""
+    before = torch.get_num_threads()
+    if before == cfg.run.torch_threads:
+        yield
+        return
+    torch.set_num_threads(cfg.run.torch_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def prepare_torch(seed: int, torch_threads: int, flush_denormal: bool) -> bool:

@@ -24,7 +24,7 @@ from rlpipe.data.dataset import COLUMNS, Dataset, DatasetError, find_episodes, w
 from rlpipe.data.dataset.frames import STACK_FIELDS, FrameStacks, joined_stacks, to_frame_stacks
 from rlpipe.data.failed_steps import FailedStepFilter
 from rlpipe.framework.middleware import latest_checkpoint
-from rlpipe.recipes.build import make_transition_buffer, uses_frame_store
+from rlpipe.recipes.build import acting_threads, make_transition_buffer, uses_frame_store
 from rlpipe.recipes.envs import make_env_factory, make_vector_env
 from rlpipe.utils.batch import concat_batches
 from rlpipe.utils.integrity import file_sha256
@@ -189,7 +189,8 @@ def rollout_dataset(
         detail = {"checkpoint": str(agent.checkpoint.path), "checkpoint_sha256": file_sha256(agent.checkpoint.path)}
     if not random_actions:
         how.check(cfg)
-    rows = _play(cfg, policy, episodes, how, seed, num_envs, frames=uses_frame_store(cfg))
+    with acting_threads(cfg):
+        rows = _play(cfg, policy, episodes, how, seed, num_envs, frames=uses_frame_store(cfg))
     observation_space, action_space = _env_spaces(cfg)
     record = provenance("rollout", cfg, acting="random" if random_actions else how.name, eps=eps, noise=noise,
                         rollout_seed=seed, **detail)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -115,3 +116,32 @@ def test_predict_names_the_missing_keys_of_a_dict_observation():
     with pytest.raises(ValueError, match=r"keys \['achieved_goal', 'desired_goal', 'observation'\]; "
                                          r"\['desired_goal'\] missing"):
         agent.predict({key: value for key, value in good.items() if key != "desired_goal"})
+
+
+def test_acting_outside_training_uses_the_runs_torch_threads_and_puts_the_callers_back(run, monkeypatch):
+    """predict and ``rlpipe eval`` act on ``run.torch_threads`` (1): torch's default of one thread per core
+    made a small network's step 100x slower on a busy machine. The caller's own count comes back after."""
+    from rlpipe.entry import evaluate
+
+    _, run_dir = run
+    agent = rlpipe.load(run_dir)
+    seen: list[int] = []
+
+    def spying(act):
+        def spy(*args, **kwargs):
+            seen.append(torch.get_num_threads())
+            return act(*args, **kwargs)
+        return spy
+
+    monkeypatch.setattr(agent.policy, "eval_mode", SimpleNamespace(forward=spying(agent.policy.eval_mode.forward)))
+    monkeypatch.setattr(evaluate, "evaluate_episodes", spying(evaluate.evaluate_episodes))
+    callers = torch.get_num_threads()
+    torch.set_num_threads(agent.cfg.run.torch_threads + 1)
+    try:
+        agent.predict(agent.observation_space.sample())
+        assert torch.get_num_threads() == agent.cfg.run.torch_threads + 1
+        evaluate.evaluate_run(run_dir, episodes=1)
+        assert torch.get_num_threads() == agent.cfg.run.torch_threads + 1
+    finally:
+        torch.set_num_threads(callers)
+    assert seen == [agent.cfg.run.torch_threads] * 2
