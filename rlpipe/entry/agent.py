@@ -100,13 +100,12 @@ class Agent:
         """
         rows, single = self._rows(obs)
         policy_obs = np.stack([self._to_policy(row) for row in rows])  # in its own dtype: the encoder converts
-        if self.recurrent:
-            with acting_threads(self.cfg):
-                return self._predict_with_memory(policy_obs, single, deterministic, state)
-        if state is not None:
+        if state is not None and not self.recurrent:
             raise ValueError(f"predict: state is for recurrent agents; policy.type '{self.cfg.policy.type}' has "
                              "no memory")
         with acting_threads(self.cfg):
+            if self.recurrent:
+                return self._predict_with_memory(policy_obs, single, deterministic, state)
             if deterministic:
                 actions = self.policy.eval_mode.forward(policy_obs)
             elif ALGORITHMS[self.cfg.policy.type].exploration_of(self.cfg.policy) is Exploration.EPSILON:
