@@ -33,8 +33,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import rlpipe
 from rlpipe.data.dataset import Dataset
+from rlpipe.entry.api import train
+from rlpipe.entry.summary import run_has_ended
 from rlpipe.framework.middleware import has_resume_point
 from rlpipe.tools.datasets import copy_dataset, dataset_from_run, mix_datasets, rollout_dataset
 
@@ -44,11 +45,14 @@ MUJOCO = {"hopper": ("hopper-sac", 1000), "halfcheetah": ("halfcheetah-sac", 100
 
 
 def _train(preset: str, run_dir: Path, overrides: list[str]) -> Path:
-    """Train (or resume, or reuse) ``preset`` in ``run_dir``; returns it."""
-    finished = (run_dir / "summary.json").is_file() and has_resume_point(run_dir)
-    if not finished:
-        rlpipe.train(preset, run_dir, overrides=[*overrides, "run.progress=false"], resume=has_resume_point(run_dir),
-                     announce=print)
+    """Train (or resume, or reuse) ``preset`` in ``run_dir``; returns it once it has ended. A run
+    stopped by a signal ends the script: the datasets must not come from a run cut short."""
+    if not run_has_ended(run_dir):
+        summary = train(preset, run_dir, overrides=[*overrides, "run.progress=false"],
+                        resume=has_resume_point(run_dir), announce=print)
+        if summary.stopped_by is not None:
+            raise SystemExit(f"make_datasets: {run_dir} was stopped by {summary.stopped_by} at env step "
+                             f"{summary.env_step}; run the script again to resume it")
     return run_dir
 
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from rlpipe.config import Config, load_config
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework.context import OnlineRLContext
 
@@ -156,3 +157,28 @@ class summary_tracker:  # noqa: N801 - middleware are named like functions
         if self._path is not None and (ctx.eval_value is not None or now - self._written >= SUMMARY_EVERY_S):
             s.write(self._path)
             self._written = now
+
+
+def reached_cap(counters: Mapping[str, int], cfg: Config) -> str | None:
+    """The stop condition of ``cfg.run`` that a checkpoint's ``counters`` already meet, as
+    ``key=cap (at N)``; None while the run has steps left."""
+    caps = {"max_env_step": ("env_step", cfg.run.max_env_step),
+            "max_train_iter": ("train_iter", cfg.run.max_train_iter)}
+    for key, (counter, cap) in caps.items():
+        if cap is not None and counters[counter] >= cap:
+            return f"run.{key}={cap} (at {counter.replace('_', ' ')} {counters[counter]})"
+    return None
+
+
+def run_has_ended(run_dir: Path) -> bool:
+    """Whether the run in ``run_dir`` came to its end: its summary says it solved (with
+    ``run.stop_on_solve``) or spent its budget, no signal or hook stopped it, and its final
+    checkpoint is there. A run killed outright also leaves a ``summary.json`` (written at each
+    evaluation), so the file alone says nothing."""
+    path = run_dir / "summary.json"
+    if not path.is_file() or not any((run_dir / "ckpt").glob("final.*")):
+        return False
+    summary, cfg = RunSummary.read(path), load_config(run_dir / "config.yaml")
+    counters = {"env_step": summary.env_step, "train_iter": summary.train_iter}
+    done = reached_cap(counters, cfg) is not None or (summary.solved and cfg.run.stop_on_solve)
+    return done and summary.stopped_by is None

@@ -15,7 +15,7 @@ import torch
 from rlpipe.config import Config, dump_config
 from rlpipe.entry.options import TrainOptions
 from rlpipe.entry.stop import graceful_stop
-from rlpipe.entry.summary import RunSummary, SummaryError, summary_tracker
+from rlpipe.entry.summary import RunSummary, SummaryError, reached_cap, summary_tracker
 from rlpipe.envs.vector import worker_report_log
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework import OnlineRLContext, Task
@@ -132,17 +132,6 @@ def _earlier_summary(run_dir: Path, run_id: str | None) -> RunSummary:
         except SummaryError as err:
             logger.warning("%s: rebuilt from metrics.jsonl and the checkpoint (its wall time starts again at 0)", err)
     return RunSummary(run_id=run_id)
-
-
-def reached_cap(counters: Mapping[str, int], cfg: Config) -> str | None:
-    """The stop condition of ``cfg.run`` that a checkpoint's ``counters`` already meet, as
-    ``key=cap (at N)``; None while the run has steps left."""
-    caps = {"max_env_step": ("env_step", cfg.run.max_env_step),
-            "max_train_iter": ("train_iter", cfg.run.max_train_iter)}
-    for key, (counter, cap) in caps.items():
-        if cap is not None and counters[counter] >= cap:
-            return f"run.{key}={cap} (at {counter.replace('_', ' ')} {counters[counter]})"
-    return None
 
 
 def default_run_dir(cfg: Config, root: Path = Path("runs")) -> Path:

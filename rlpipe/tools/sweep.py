@@ -36,6 +36,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from rlpipe.config import load_config
 from rlpipe.entry.stop import graceful_stop
+from rlpipe.entry.summary import run_has_ended
 from rlpipe.errors import RlpipeError
 from rlpipe.framework.middleware import has_resume_point
 from rlpipe.tools.results import RESULTS_FILE, RunResult, read_results, result_of_run, write_results
@@ -146,7 +147,7 @@ class Sweep:
         """The ``rlpipe`` arguments that start or continue ``run`` from where its directory is; None
         for a run that ended (the sweep was killed before it recorded it)."""
         run_dir = self.out / run.name
-        if _has_ended(run_dir):
+        if run_has_ended(run_dir):
             return None
         if has_resume_point(run_dir):
             return ["resume", str(run_dir), "--no-progress"]
@@ -209,18 +210,6 @@ def _child(arguments: list[str], log: Path, on_start: Callable[[subprocess.Popen
 def _outcome(run: SweepRun, data: dict[str, Any]) -> RunOutcome:
     result = RunResult.from_dict(json.loads(data["result"]), run.name) if "result" in data else None
     return RunOutcome(run, result, data["returncode"], data["last_line"])
-
-
-def _has_ended(run_dir: Path) -> bool:
-    """Whether the run in ``run_dir`` ended (a sweep killed right after it did not record it): its
-    summary says it solved or spent its budget, no signal stopped it, and its final checkpoint is there."""
-    if not (run_dir / "summary.json").is_file() or not any((run_dir / "ckpt").glob("final.*")):
-        return False
-    summary = json.loads((run_dir / "summary.json").read_text())
-    cfg = load_config(run_dir / "config.yaml")
-    spent = summary["env_step"] >= cfg.run.max_env_step or (
-        cfg.run.max_train_iter is not None and summary["train_iter"] >= cfg.run.max_train_iter)
-    return (spent or (summary["solved"] and cfg.run.stop_on_solve)) and summary["stopped_by"] is None
 
 
 @dataclass(frozen=True)
