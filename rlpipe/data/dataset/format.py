@@ -33,9 +33,10 @@ import numpy as np
 from gymnasium import spaces
 
 from rlpipe.data.dataset.episodes import Episodes, find_episodes
+from rlpipe.data.dataset.errors import DatasetError
 from rlpipe.data.dataset.frames import STACK_FIELDS, FrameStacks, holds_frame_stacks
 from rlpipe.data.dataset.spaces import space_from_json, space_to_json
-from rlpipe.errors import RlpipeError, first_line
+from rlpipe.errors import first_line
 from rlpipe.utils.integrity import KEYED, PLAIN, algorithm_in_use, digest, file_sha256
 
 __all__ = ["COLUMNS", "FORMAT", "FRAMES_FORMAT", "MANIFEST", "Dataset", "DatasetError", "dataset_in_memory",
@@ -48,10 +49,6 @@ MANIFEST = "manifest.json"
 FRAMES_FILE = "frames.npy"
 COLUMNS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "env_id")
 """The columns every dataset holds, one row per transition."""
-
-
-class DatasetError(RlpipeError, ValueError):
-    """A dataset that cannot be written or used: missing, damaged, tampered with, empty, or not for this env."""
 
 
 def _canonical(manifest: Mapping[str, Any]) -> bytes:

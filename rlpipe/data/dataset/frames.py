@@ -16,11 +16,14 @@ from typing import Any
 import numpy as np
 
 from rlpipe.data.buffer.frames import unique_frames
+from rlpipe.data.dataset.errors import DatasetError
 
 __all__ = ["FrameStacks", "holds_frame_stacks", "joined_stacks", "to_frame_stacks"]
 
 STACK_FIELDS = ("obs", "next_obs")
 """The columns a dataset keeps as frame stacks (both share one frames array)."""
+MAX_FRAMES = 2**31 - 1
+"""The most distinct frames a dataset holds: its stack index is int32."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +98,8 @@ def joined_stacks(parts: Sequence[Mapping[str, FrameStacks]]) -> dict[str, Frame
         for i, name in enumerate(STACK_FIELDS):
             indices[name].append(inverse[i])
         offset += len(used)
-    if offset >= 2**31:
-        raise ValueError(f"a dataset holds at most 2**31 - 1 distinct frames, these parts use {offset}")
+    if offset > MAX_FRAMES:
+        raise DatasetError(f"a dataset holds at most {MAX_FRAMES} distinct frames, these parts use {offset}")
     joined = np.concatenate(frames) if len(frames) > 1 else frames[0]
     return {name: FrameStacks(joined, np.concatenate(indices[name]).astype(np.int32)) for name in STACK_FIELDS}
 

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlpipe.data.dataset import Dataset, DatasetBuffer, DatasetError, write_dataset
+from rlpipe.data.dataset import Dataset, DatasetBuffer, DatasetError, frames, write_dataset
 from rlpipe.data.dataset.format import FORMAT, FRAMES_FORMAT
 from rlpipe.data.dataset.frames import FrameStacks, joined_stacks, to_frame_stacks
 
@@ -55,6 +55,16 @@ def test_joined_and_taken_stacks_keep_only_the_frames_their_rows_use(columns):
     assert len(taken["obs"].frames) == len(used) < len(joined["obs"].frames)
     for name in ("obs", "next_obs"):
         np.testing.assert_array_equal(np.asarray(taken[name]), columns[name][rows])
+
+
+def test_parts_with_more_frames_than_the_index_holds_are_refused_in_one_line(columns, monkeypatch):
+    halves = [to_frame_stacks({name: columns[name][part] for name in ("obs", "next_obs")})
+              for part in (slice(0, 20), slice(20, None))]
+    used = len(joined_stacks(halves)["obs"].frames)
+    monkeypatch.setattr(frames, "MAX_FRAMES", used - 1)  # the int32 limit, brought within a test's reach
+    with pytest.raises(DatasetError, match=rf"^a dataset holds at most {used - 1} distinct frames, these parts "
+                                           rf"use {used}$"):
+        joined_stacks(halves)
 
 
 def test_a_frame_dataset_reads_back_as_the_stacks_in_a_fraction_of_the_bytes(columns, tmp_path):
