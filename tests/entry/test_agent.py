@@ -118,10 +118,11 @@ def test_predict_names_the_missing_keys_of_a_dict_observation():
         agent.predict({key: value for key, value in good.items() if key != "desired_goal"})
 
 
-def test_acting_outside_training_uses_the_runs_torch_threads_and_puts_the_callers_back(run, monkeypatch):
-    """predict and ``rlpipe eval`` act on ``run.torch_threads`` (1): torch's default of one thread per core
+def test_acting_outside_training_uses_the_runs_torch_threads_and_puts_the_callers_back(run, monkeypatch, tmp_path):
+    """predict, ``rlpipe eval`` and ``rlpipe dataset rollout`` act on ``run.torch_threads`` (1): torch's default of one thread per core
     made a small network's step 100x slower on a busy machine. The caller's own count comes back after."""
     from rlpipe.entry import evaluate
+    from rlpipe.tools import datasets
 
     _, run_dir = run
     agent = rlpipe.load(run_dir)
@@ -135,6 +136,7 @@ def test_acting_outside_training_uses_the_runs_torch_threads_and_puts_the_caller
 
     monkeypatch.setattr(agent.policy, "eval_mode", SimpleNamespace(forward=spying(agent.policy.eval_mode.forward)))
     monkeypatch.setattr(evaluate, "evaluate_episodes", spying(evaluate.evaluate_episodes))
+    monkeypatch.setattr(datasets, "_play", spying(datasets._play))
     callers = torch.get_num_threads()
     torch.set_num_threads(agent.cfg.run.torch_threads + 1)
     try:
@@ -142,6 +144,8 @@ def test_acting_outside_training_uses_the_runs_torch_threads_and_puts_the_caller
         assert torch.get_num_threads() == agent.cfg.run.torch_threads + 1
         evaluate.evaluate_run(run_dir, episodes=1)
         assert torch.get_num_threads() == agent.cfg.run.torch_threads + 1
+        datasets.rollout_dataset(run_dir, tmp_path / "played", 1, num_envs=1)
+        assert torch.get_num_threads() == agent.cfg.run.torch_threads + 1
     finally:
         torch.set_num_threads(callers)
-    assert seen == [agent.cfg.run.torch_threads] * 2
+    assert seen == [agent.cfg.run.torch_threads] * 3
