@@ -10,6 +10,10 @@ committed results files) and reports per **group** (a preset, or ``preset:label`
 - env steps and wall time until the first evaluation at or above the task's threshold (the
   preset's ``env.stop_value``, or ``--threshold``): the median with its interval and how many
   runs got there;
+- with ``--wall-time``, the mean wall time of whole runs (each run's time at its last evaluation)
+  and, with a baseline, the ratio of that mean to the baseline's, each with its interval (for a
+  setting that changes speed, such as ``run.flush_denormal``; wall times are only comparable
+  between runs made under the same load);
 - with ``--normalise``, the same aggregates over tasks of normalised scores (each task's runs
   resampled on their own);
 - the settings behind each group's figures (library, algorithm, precision, ``flush_denormal``,
@@ -56,6 +60,8 @@ class TaskRow:
     reached: int = 0
     steps_to_threshold: stats.Estimate | None = None
     wall_to_threshold: stats.Estimate | None = None
+    wall_time: stats.Estimate | None = None
+    wall_time_ratio: stats.Estimate | None = None
 
 
 @dataclass
@@ -77,6 +83,7 @@ class Report:
     baseline: str | None = None
     normalisation: str | None = None
     groups: dict[str, dict[str, list[RunResult]]] = field(default_factory=dict, repr=False)
+    wall_time: bool = False
 
     def to_markdown(self) -> str:
         return "\n".join(_markdown(self)) + "\n"
@@ -95,7 +102,9 @@ class Report:
                        "best_mean": r.best.as_dict(), "p_improvement": maybe(r.improvement),
                        "threshold": r.threshold, "reached": r.reached,
                        "env_steps_to_threshold": maybe(r.steps_to_threshold),
-                       "wall_time_s_to_threshold": maybe(r.wall_to_threshold)} for r in self.rows],
+                       "wall_time_s_to_threshold": maybe(r.wall_to_threshold),
+                       **({"wall_time_s": maybe(r.wall_time), "wall_time_ratio": maybe(r.wall_time_ratio)}
+                          if self.wall_time else {})} for r in self.rows],
             "normalised": [{"group": a.group, "tasks": a.tasks, "runs": a.runs, "final": estimates(a.final),
                             "p_improvement": maybe(a.improvement)} for a in self.aggregates],
             "settings": self.settings,
@@ -119,7 +128,7 @@ def make_report(options: ReportOptions) -> Report:
             raise ResultError(f"--group: no group '{missing[0]}' (groups: {', '.join(known)})")
         results = [result for result in results if result.group in options.groups]
     normaliser = load_normaliser(options.normalise) if options.normalise else None
-    return build_report(results, options.baseline, normaliser, options.threshold, options.seed)
+    return build_report(results, options.baseline, normaliser, options.threshold, options.seed, options.wall_time)
 
 
 def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunResult]]]:
@@ -146,17 +155,20 @@ def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunR
 
 
 def build_report(results: Sequence[RunResult], baseline: str | None = None, normaliser: Normaliser | None = None,
-                 threshold: float | None = None, seed: int = 0) -> Report:
+                 threshold: float | None = None, seed: int = 0, wall_time: bool = False) -> Report:
     """The report of ``results`` (see the module's docstring); ``seed`` seeds every bootstrap."""
     groups = group_results(results)
     if baseline is not None and baseline not in groups:
         raise ResultError(f"--baseline: no group '{baseline}' (groups: {', '.join(groups)})")
     rows = [_task_row(group, task, runs, groups, baseline, threshold, seed)
             for group, tasks in groups.items() for task, runs in tasks.items()]
+    if wall_time:
+        for row in rows:
+            _add_wall_time(row, groups, baseline, seed)
     aggregates = [_aggregate_row(group, tasks, groups, baseline, normaliser, seed)
                   for group, tasks in groups.items()] if normaliser is not None else []
     settings = {group: _settings(tasks) for group, tasks in groups.items()}
-    return Report(rows, aggregates, settings, baseline, normaliser.name if normaliser else None, groups)
+    return Report(rows, aggregates, settings, baseline, normaliser.name if normaliser else None, groups, wall_time)
 
 
 def _finals(runs: Sequence[RunResult]) -> np.ndarray:
@@ -182,6 +194,30 @@ def _task_row(group: str, task: str, runs: list[RunResult], groups: dict[str, di
         if all(wall is not None for wall in walls):
             row.wall_to_threshold = stats.censored_median(np.asarray(walls, dtype=np.float64), seed)
     return row
+
+
+def _whole_run_times(runs: Sequence[RunResult]) -> np.ndarray | None:
+    """Each run's wall time at its last evaluation; None when a run did not log it."""
+    times = [run.wall_time_s[-1] if run.wall_time_s else None for run in runs]
+    return None if any(time is None for time in times) else np.asarray(times, dtype=np.float64)
+
+
+def _ratio_of_means(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.mean(x, axis=axis) / np.mean(y, axis=axis))
+
+
+def _add_wall_time(row: TaskRow, groups: dict[str, dict[str, list[RunResult]]], baseline: str | None,
+                   seed: int) -> None:
+    """``row``'s mean whole-run wall time and, against the baseline on the same task, the ratio of the means
+    (each group's runs resampled on their own)."""
+    times = _whole_run_times(groups[row.group][row.task])
+    if times is None:
+        return
+    row.wall_time = stats.bootstrap_estimate([times], stats.mean, seed)
+    other = groups.get(baseline or "", {}).get(row.task)
+    base = _whole_run_times(other) if other and row.group != baseline else None
+    if base is not None:
+        row.wall_time_ratio = stats.bootstrap_estimate([times, base], _ratio_of_means, seed)
 
 
 def _aggregate_row(group: str, tasks: dict[str, list[RunResult]], groups: dict[str, dict[str, list[RunResult]]],
@@ -257,6 +293,12 @@ def _markdown(report: Report) -> list[str]:
             [r.group, r.task, _number(r.threshold or 0.0), f"{r.reached}/{len(r.seeds)}",
              _estimate(r.steps_to_threshold), _estimate(r.wall_to_threshold, " s") if r.wall_to_threshold
              else "not logged"] for r in reaching])
+    if report.wall_time:
+        versus_time = [f"against {report.baseline}"] if report.baseline else []
+        lines += ["", "Whole runs (wall time to the last evaluation; mean over runs, and the ratio of means):", ""]
+        lines += _table(["group", "task", "runs", "wall time", *versus_time], [
+            [r.group, r.task, str(len(r.seeds)), _estimate(r.wall_time, " s") if r.wall_time else "not logged",
+             *([_estimate(r.wall_time_ratio, "x")] if report.baseline else [])] for r in report.rows])
     if report.aggregates:
         lines += ["", f"Normalised over tasks ({report.normalisation}; each task's runs resampled on their own):", ""]
         lines += _table(["group", "tasks", "runs", "mean", "median", "IQM", *versus], [

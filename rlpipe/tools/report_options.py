@@ -12,7 +12,8 @@ from rlpipe.errors import RlpipeError
 @dataclass(frozen=True)
 class ReportOptions:
     """What to report: the results under ``paths`` (only ``groups``, if given), compared with
-    ``baseline``, aggregated over tasks with ``normalise``, against ``threshold``; ``seed`` seeds the bootstrap."""
+    ``baseline``, aggregated over tasks with ``normalise``, against ``threshold``, with each run's whole
+    wall time when ``wall_time``; ``seed`` seeds the bootstrap."""
 
     paths: tuple[Path, ...]
     baseline: str | None = None
@@ -20,6 +21,7 @@ class ReportOptions:
     threshold: float | None = None
     groups: tuple[str, ...] = ()
     seed: int = 0
+    wall_time: bool = False
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", dest="groups", action="append", default=[],
                         help="report only this group (repeat for more; default: every group found)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    parser.add_argument("--wall-time", action="store_true",
+                        help="also the wall time of whole runs (to their last evaluation) and, with --baseline, "
+                             "its ratio to the baseline's")
 
 
 def options_from(args: argparse.Namespace, root: Path = Path()) -> ReportOptions:
@@ -43,4 +48,4 @@ def options_from(args: argparse.Namespace, root: Path = Path()) -> ReportOptions
     if normalise not in (None, "atari", "minatar"):
         normalise = str(root / normalise)
     return ReportOptions(tuple(root / path for path in args.paths), args.baseline, normalise, args.threshold,
-                         tuple(args.groups), args.seed)
+                         tuple(args.groups), args.seed, args.wall_time)

@@ -63,6 +63,28 @@ def test_comparison_with_a_baseline():
         build_report(results(), baseline="sac")
 
 
+def test_whole_run_wall_times_and_their_ratio_to_the_baseline_only_when_asked():
+    def timed(group: str, seed: int, seconds: float | None) -> RunResult:
+        result = run(group, seed, [100.0, 200.0])
+        result.wall_time_s = [1.0, seconds]
+        return result
+
+    ieee = [timed("ieee", s, t) for s, t in enumerate([150.0, 210.0, 180.0])]
+    flushed = [timed("ftz", s, t) for s, t in enumerate([100.0, 120.0, 140.0])]
+    assert build_report(ieee + flushed, baseline="ftz").rows[0].wall_time is None  # not asked
+    report = build_report(ieee + flushed, baseline="ftz", wall_time=True)
+    slow, fast = report.rows
+    assert slow.wall_time.value == pytest.approx(180.0) and 150.0 <= slow.wall_time.low <= 180.0 <= slow.wall_time.high
+    assert slow.wall_time_ratio.value == pytest.approx(1.5)  # 180 s against 120 s
+    assert slow.wall_time_ratio.low < 1.5 < slow.wall_time_ratio.high  # each group resampled on its own
+    assert fast.wall_time_ratio is None
+    text = report.to_markdown()
+    assert "| ieee | CartPole-v1 | 3 | 180 s [" in text and "| 1.5x [" in text and "against ftz" in text
+    assert report.to_json()["tasks"][0]["wall_time_ratio"]["value"] == pytest.approx(1.5)
+    unlogged = build_report([timed("ieee", 0, None), *flushed], baseline="ftz", wall_time=True)
+    assert unlogged.rows[0].wall_time is None and "| ieee | CartPole-v1 | 1 | not logged |" in unlogged.to_markdown()
+
+
 def test_normalised_aggregates_pool_games_and_resample_each_game_on_its_own():
     atari = [run("der", s, [v], task=task, threshold=None) for task, scores in
              {"ALE/Pong-v5": [-20.7, 14.6], "ALE/Boxing-v5": [0.1, 12.1]}.items() for s, v in enumerate(scores)]
