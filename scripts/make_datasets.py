@@ -49,7 +49,7 @@ def _train(preset: str, run_dir: Path, overrides: list[str]) -> Path:
     stopped by a signal ends the script: the datasets must not come from a run cut short."""
     if not run_has_ended(run_dir):
         summary = train(preset, run_dir, overrides=[*overrides, "run.progress=false"],
-                        resume=has_resume_point(run_dir), announce=print)
+                        resume=has_resume_point(run_dir), announce=print).summary
         if summary.stopped_by is not None:
             raise SystemExit(f"make_datasets: {run_dir} was stopped by {summary.stopped_by} at env step "
                              f"{summary.env_step}; run the script again to resume it")

@@ -12,7 +12,7 @@ import torch
 
 from rlpipe.config import Config, ConfigError, load_config
 from rlpipe.entry.video import record_episodes, video_writer
-from rlpipe.framework.middleware import evaluate_episodes
+from rlpipe.framework.middleware import BEST_CHECKPOINT, FINAL_CHECKPOINT, evaluate_episodes
 from rlpipe.policy import Policy
 from rlpipe.recipes.build import acting_threads, make_policy
 from rlpipe.recipes.envs import REEVAL_SEED_OFFSET, make_vector_env
@@ -21,7 +21,7 @@ from rlpipe.utils.metrics import read_metrics
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_NAMES = {"best": "eval.pth.tar", "final": "final.pth.tar"}
+CHECKPOINT_NAMES = {"best": BEST_CHECKPOINT, "final": FINAL_CHECKPOINT}
 """The names ``rlpipe eval --checkpoint`` takes besides a path, and the files they stand for."""
 
 

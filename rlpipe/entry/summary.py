@@ -15,6 +15,7 @@ from typing import Any
 from rlpipe.config import Config, load_config
 from rlpipe.errors import RlpipeError, first_line
 from rlpipe.framework.context import OnlineRLContext
+from rlpipe.framework.middleware.ckpt_handler import FINAL_CHECKPOINT
 
 
 class SummaryError(RlpipeError, ValueError):
@@ -176,7 +177,7 @@ def run_has_ended(run_dir: Path) -> bool:
     checkpoint is there. A run killed outright also leaves a ``summary.json`` (written at each
     evaluation), so the file alone says nothing."""
     path = run_dir / "summary.json"
-    if not path.is_file() or not any((run_dir / "ckpt").glob("final.*")):
+    if not path.is_file() or not (run_dir / "ckpt" / FINAL_CHECKPOINT).is_file():
         return False
     summary, cfg = RunSummary.read(path), load_config(run_dir / "config.yaml")
     counters = {"env_step": summary.env_step, "train_iter": summary.train_iter}

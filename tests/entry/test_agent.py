@@ -119,8 +119,9 @@ def test_predict_names_the_missing_keys_of_a_dict_observation():
 
 
 def test_acting_outside_training_uses_the_runs_torch_threads_and_puts_the_callers_back(run, monkeypatch, tmp_path):
-    """predict, ``rlpipe eval`` and ``rlpipe dataset rollout`` act on ``run.torch_threads`` (1): torch's default of one thread per core
-    made a small network's step 100x slower on a busy machine. The caller's own count comes back after."""
+    """predict, ``rlpipe eval`` and ``rlpipe dataset rollout`` act on ``run.torch_threads`` (1): torch's
+    default of one thread per core made a small network's step 100x slower on a busy machine. The
+    caller's own count comes back after."""
     from rlpipe.entry import evaluate
     from rlpipe.tools import datasets
 

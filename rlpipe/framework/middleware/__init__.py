@@ -1,7 +1,9 @@
 """Middleware: collectors, learners, evaluator, checkpoints, logging (seed-compatible names)."""
 from rlpipe.framework.middleware.ckpt_handler import (
+    BEST_CHECKPOINT,
     BUFFER_SUFFIX,
     CKPT_SUFFIX,
+    FINAL_CHECKPOINT,
     CkptSaver,
     SaveSettings,
     buffer_file,
@@ -16,8 +18,10 @@ from rlpipe.framework.middleware.functional import __all__ as _functional_all
 from rlpipe.framework.middleware.learner import HERLearner, OffPolicyLearner
 
 __all__ = [
+    "BEST_CHECKPOINT",
     "BUFFER_SUFFIX",
     "CKPT_SUFFIX",
+    "FINAL_CHECKPOINT",
     "CkptSaver",
     "SaveSettings",
     "buffer_file",

@@ -27,6 +27,8 @@ COUNTERS = ("env_step", "env_episode", "train_iter", "last_eval_iter", "last_eva
 ADDED_COUNTERS = ("last_eval_env_step",)
 """Counters that checkpoints of older releases lack: restoring one leaves the context's default."""
 PERIODIC_PREFIX, CKPT_SUFFIX = "iteration_", ".pth.tar"
+FINAL_CHECKPOINT, BEST_CHECKPOINT = f"final{CKPT_SUFFIX}", f"eval{CKPT_SUFFIX}"
+"""The checkpoint saved when a run finishes or stops, and the one of its best evaluation."""
 BUFFER_SUFFIX = ".buffer.npz"
 """``NAME.pth.tar`` has its replay buffer in ``NAME.DIGEST.buffer.npz``, the name its header gives
 (``NAME.buffer.npz`` in checkpoints of format 1 and in unsealed ones)."""
@@ -191,7 +193,7 @@ class CkptSaver:
         self._dir = Path(save_dir) / "ckpt"
         self._train_freq = train_freq
         self._save_finish = save_finish
-        best = self._dir / "eval.pth.tar"
+        best = self._dir / BEST_CHECKPOINT
         self._best_eval = float("-inf")
         if best.is_file():
             state = load_checkpoint(best, allow_unsealed=settings.allow_unsealed, run_seal=recorded_seal(save_dir))
@@ -227,9 +229,9 @@ class CkptSaver:
             self._forget_old_periodic()
         if ctx.eval_value is not None and ctx.eval_value > self._best_eval:
             self._best_eval = ctx.eval_value
-            self._save(ctx, "eval.pth.tar", with_buffer=False)
+            self._save(ctx, BEST_CHECKPOINT, with_buffer=False)
         if ctx.finish and self._save_finish:
-            self._save(ctx, "final.pth.tar", with_buffer=True)
+            self._save(ctx, FINAL_CHECKPOINT, with_buffer=True)
 
     def _forget_old_periodic(self) -> None:
         """Delete the periodic checkpoints beyond the newest ``keep_last`` (their buffers went when a
