@@ -7,10 +7,13 @@
 
 MuJoCo (``hopper``, ``halfcheetah``; the ``mujoco`` extra), writing ``<out>/<env>-<kind>``:
     random         uniformly random play; its mean return is the normalised score's 0
-    expert         the final policy of a full ``<env>-sac`` run (policy.nstep=1), its actions
-                   sampled as it explores; its mean return is the normalised score's 100
+    expert         the best-evaluated policy of a full ``<env>-sac`` run (policy.nstep=1; the
+                   checkpoint ``rlpipe.load`` takes: Hopper SAC's late evaluations swing between
+                   about 1,000 and 3,000, so its final one may be a poor expert), its actions
+                   sampled as it explores; their mean return (over the whole dataset's episodes,
+                   not the evaluation that chose it) is the normalised score's 100
     medium         a second SAC run of the same preset, stopped at its first evaluation at or
-                   above a third of the expert's return, played the same way
+                   above a third of the expert's return, its policy there played the same way
     medium-replay  that run's replay buffer when it stopped
     medium-expert  medium and expert, half and half
 Each holds about ``--scale`` x 1M transitions (D4RL's size), except ``medium-replay``, which
