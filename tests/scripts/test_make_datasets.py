@@ -4,13 +4,13 @@ dataset must never come from a run cut short (it once made the ``expert`` data f
 quarter of the way through its budget)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from tests.benchmark_scripts import script_module
 from tests.tiny_run import TINY_RUN
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_datasets.py"
@@ -19,11 +19,7 @@ PERIODIC = [*TINY_RUN, "run.save_freq=50"]  # periodic checkpoints, which a kill
 
 @pytest.fixture(scope="module")
 def make_datasets() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_datasets", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(SCRIPT, "make_datasets")
 
 
 def test_a_run_cut_short_is_resumed_to_its_end_then_reused(make_datasets, tmp_path, monkeypatch):
