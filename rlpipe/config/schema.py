@@ -781,9 +781,20 @@ class Config(_Strict):
             if value is not None:
                 raise _one_line(f"config key '{key}' cannot be used with policy.type '{policy.type}': {why}")
 
+    def _check_whole_iterations(self, key: str, updates: int, what: str) -> None:
+        """Refuse an update count the learner cannot stop at: it runs ``policy.learn.update_per_collect``
+        updates an iteration, so any other count would be overshot to the next multiple unsaid."""
+        per_iteration = self.policy.learn.update_per_collect
+        if updates % per_iteration:
+            above = -(-updates // per_iteration) * per_iteration
+            raise _one_line(f"config key '{key}' ({updates}) must be a multiple of policy.learn.update_per_collect "
+                            f"({per_iteration}): {what} only between iterations of that many updates, so it would "
+                            f"stop at {above}")
+
     def _check_offline(self, offline: OfflineConfig) -> None:
-        """What learning from a dataset needs: one-step transitions, no HER or learned reward, and (offline
-        only) a stop in train iterations, evaluations counted in them, uniform sampling, this process."""
+        """What learning from a dataset needs: one-step transitions, no HER or learned reward, pretraining
+        in whole learner iterations, and (offline only) a stop in whole learner iterations, evaluations
+        counted in updates, uniform sampling, this process."""
         policy = self.policy
         if policy.nstep != 1:
             raise _one_line(f"config key 'offline.dataset' needs policy.nstep=1: a dataset holds one-step "
@@ -791,6 +802,7 @@ class Config(_Strict):
         if policy.other.her is not None or self.reward_model is not None:
             raise _one_line("config key 'offline.dataset' cannot be combined with policy.other.her or reward_model")
         if offline.online:
+            self._check_whole_iterations("offline.pretrain_iter", offline.pretrain_iter, "pretraining ends")
             return
         if offline.pretrain_iter:
             raise _one_line("config key 'offline.pretrain_iter' needs offline.dataset_share below 1 (offline-to-"
@@ -798,6 +810,7 @@ class Config(_Strict):
         if self.run.max_train_iter is None:
             raise _one_line("config key 'run.max_train_iter' must be set: an offline run (offline.dataset_share=1) "
                              "takes no env steps, so it stops after that many updates")
+        self._check_whole_iterations("run.max_train_iter", self.run.max_train_iter, "an offline run stops")
         if policy.eval.evaluator.eval_every_env_steps is not None:
             raise _one_line("config key 'policy.eval.evaluator.eval_every_env_steps': an offline run takes no env "
                              "steps; evaluate every policy.eval.evaluator.eval_freq updates")

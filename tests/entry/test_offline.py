@@ -100,6 +100,11 @@ def test_a_dataset_of_another_env_is_refused_naming_the_key(tmp_path):
     (["policy.eval.evaluator.eval_every_env_steps=100", "policy.eval.evaluator.eval_freq=null"],
      "an offline run takes no env steps; evaluate every policy.eval.evaluator.eval_freq updates"),
     (["policy.learn.replay_ratio=1"], "config key 'policy.learn.replay_ratio': an offline run takes no env steps"),
+    (["run.max_train_iter=120"], r"config key 'run.max_train_iter' \(120\) must be a multiple of "
+     r"policy.learn.update_per_collect \(50\): an offline run stops .* so it would stop at 150"),
+    (["offline.dataset_share=0.5", "offline.pretrain_iter=60", "policy.learn.update_per_collect=25"],
+     r"config key 'offline.pretrain_iter' \(60\) must be a multiple of policy.learn.update_per_collect \(25\): "
+     r"pretraining ends .* so it would stop at 75"),
 ])
 def test_what_an_offline_run_cannot_do_is_one_line(overrides, message):
     with pytest.raises(ConfigError, match=message) as err:
