@@ -164,9 +164,11 @@ def compare_seed(game: str, steps: int, episodes: int, out: Path, libraries: tup
 
 def sb3_results(game: str, steps: int, episodes: int, rows: list[dict[str, float | None]]) -> list[RunResult]:
     """SB3's runs as run results (``rlpipe report``'s format): each seed's final policy over ``episodes``
-    greedy games, its wall time, and the settings SB3 trains with (IEEE subnormals, float32)."""
+    greedy games, its wall time, and the settings SB3 trains with (IEEE subnormals, float32). They did not
+    evaluate while training, so they have no curve: no best evaluation, no env steps to a threshold."""
     return [RunResult(group="sb3-dqn", task=game_env_id(game), seed=int(row["seed"] or 0), env_step=[steps],
-                      value=[float(row["sb3_return"] or 0.0)], wall_time_s=[row["sb3_wall_s"]], eval_episodes=episodes,
+                      value=[float(row["sb3_return"] or 0.0)], wall_time_s=[row["sb3_wall_s"]], curve=False,
+                      eval_episodes=episodes,
                       final_eval=row["sb3_return"], final_eval_episodes=episodes, budget_env_steps=steps,
                       library="stable-baselines3", source="stable-baselines3 (benchmarks/minatar.py)",
                       settings={"algorithm": "dqn", "precision": "fp32", "flush_denormal": False, "overrides": [],

@@ -10,7 +10,8 @@ committed results files) and reports per **group** (a preset, or ``preset:label`
 - env steps and wall time until the first evaluation at or above the task's threshold (the
   preset's ``env.stop_value``, or ``--threshold``): the median with its interval and how many
   runs got there;
-- with ``--wall-time``, the mean wall time of whole runs (each run's time at its last evaluation)
+- with ``--wall-time``, the mean wall time of whole runs (each run's time at its last evaluation, or
+  at the end of training for a run without a curve)
   and, with a baseline, the ratio of that mean to the baseline's, each with its interval (for a
   setting that changes speed, such as ``run.flush_denormal``; wall times are only comparable
   between runs made under the same load);
@@ -19,6 +20,10 @@ committed results files) and reports per **group** (a preset, or ``preset:label`
 - the settings behind each group's figures (library, algorithm, precision, ``flush_denormal``,
   overrides, resumed runs, code), since a figure without them cannot be compared;
 - curves: per task, each group's mean evaluation against env steps with its 95% band.
+
+A run known by its final figure alone (``curve: false`` in its record: a peer library's run that
+did not evaluate as it trained) counts in the final figures and whole-run wall times, and has no
+best evaluation, threshold or curve ("no curve" in their place).
 
 Output: markdown (printed), and with ``--out DIR`` also ``report.md``, ``report.json`` and
 ``curves.png``. The figures are seeded, so the same files give the same report.
@@ -41,6 +46,8 @@ from rlpipe.tools.report_options import ReportOptions
 from rlpipe.tools.results import ResultError, RunResult, collect_results
 from rlpipe.utils.plot import on_common_grid
 
+NO_CURVE = "no curve"
+"""What the report prints where a group's runs did not evaluate while they trained."""
 INTERVAL_NOTE = (f"[low, high]: {stats.CONFIDENCE:.0%} stratified percentile-bootstrap interval "
                  f"({stats.RESAMPLES:,} resamples, scipy); IQM: mean of the middle 50% of runs (with under 4 "
                  "runs it trims nothing and equals the mean)")
@@ -54,8 +61,11 @@ class TaskRow:
     task: str
     seeds: list[int]
     final: dict[str, stats.Estimate]
-    best: stats.Estimate
+    best: stats.Estimate | None
+    """None when a run has no curve (:attr:`~rlpipe.tools.results.RunResult.curve`)."""
     improvement: stats.Estimate | None = None
+    curve: bool = True
+    """Whether every run has evaluations made while it trained (else no best, threshold or curve)."""
     threshold: float | None = None
     reached: int = 0
     steps_to_threshold: stats.Estimate | None = None
@@ -99,7 +109,8 @@ class Report:
             "baseline": self.baseline, "normalisation": self.normalisation,
             "confidence": stats.CONFIDENCE, "resamples": stats.RESAMPLES,
             "tasks": [{"group": r.group, "task": r.task, "seeds": r.seeds, "final": estimates(r.final),
-                       "best_mean": r.best.as_dict(), "p_improvement": maybe(r.improvement),
+                       "best_mean": maybe(r.best), "curve": r.curve,
+                       "p_improvement": maybe(r.improvement),
                        "threshold": r.threshold, "reached": r.reached,
                        "env_steps_to_threshold": maybe(r.steps_to_threshold),
                        "wall_time_s_to_threshold": maybe(r.wall_to_threshold),
@@ -178,17 +189,20 @@ def _finals(runs: Sequence[RunResult]) -> np.ndarray:
 def _task_row(group: str, task: str, runs: list[RunResult], groups: dict[str, dict[str, list[RunResult]]],
               baseline: str | None, threshold: float | None, seed: int) -> TaskRow:
     finals = _finals(runs)
+    curve = all(run.curve for run in runs)
     row = TaskRow(group, task, [run.seed for run in runs],
                   {name: stats.bootstrap_estimate([finals], aggregate, seed)
                    for name, aggregate in stats.AGGREGATES.items()},
-                  stats.bootstrap_estimate([np.asarray([run.best for run in runs])], stats.mean, seed))
+                  stats.bootstrap_estimate([np.asarray([run.best for run in runs])], stats.mean, seed) if curve
+                  else None, curve=curve)
     other = groups.get(baseline or "", {}).get(task)
     if baseline is not None and group != baseline and other:
         row.improvement = stats.probability_of_improvement([finals], [_finals(other)], seed)
     goal = threshold if threshold is not None else runs[0].threshold
-    if goal is not None:
+    row.threshold = goal
+    if goal is not None and curve:
         reached = [run.first_reaching(goal) for run in runs]
-        row.threshold, row.reached = goal, sum(r is not None for r in reached)
+        row.reached = sum(r is not None for r in reached)
         row.steps_to_threshold = stats.censored_median(np.asarray([r[0] if r else math.inf for r in reached]), seed)
         walls = [r[1] if r else math.inf for r in reached]
         if all(wall is not None for wall in walls):
@@ -285,17 +299,20 @@ def _markdown(report: Report) -> list[str]:
     lines = ["Final evaluation (per task):", ""]
     lines += _table(["group", "task", "runs", "mean", "median", "IQM", "best, mean", *versus], [
         [r.group, r.task, str(len(r.seeds)), *(_estimate(r.final[name]) for name in stats.AGGREGATES),
-         _estimate(r.best), *([_estimate(r.improvement)] if report.baseline else [])] for r in report.rows])
+         _estimate(r.best) if r.best else NO_CURVE, *([_estimate(r.improvement)] if report.baseline else [])]
+        for r in report.rows])
     reaching = [r for r in report.rows if r.threshold is not None]
     if reaching:
         lines += ["", "Reaching the threshold (the first evaluation at or above it; median over runs):", ""]
         lines += _table(["group", "task", "threshold", "reached", "env steps", "wall time"], [
             [r.group, r.task, _number(r.threshold or 0.0), f"{r.reached}/{len(r.seeds)}",
              _estimate(r.steps_to_threshold), _estimate(r.wall_to_threshold, " s") if r.wall_to_threshold
-             else "not logged"] for r in reaching])
+             else "not logged"] if r.curve else [r.group, r.task, _number(r.threshold or 0.0), NO_CURVE, "", ""]
+            for r in reaching])
     if report.wall_time:
         versus_time = [f"against {report.baseline}"] if report.baseline else []
-        lines += ["", "Whole runs (wall time to the last evaluation; mean over runs, and the ratio of means):", ""]
+        lines += ["", "Whole runs (wall time to the last evaluation, or to the end of training without a curve; mean "
+                  "over runs, and the ratio of means):", ""]
         lines += _table(["group", "task", "runs", "wall time", *versus_time], [
             [r.group, r.task, str(len(r.seeds)), _estimate(r.wall_time, " s") if r.wall_time else "not logged",
              *([_estimate(r.wall_time_ratio, "x")] if report.baseline else [])] for r in report.rows])
@@ -328,7 +345,7 @@ def plot_curves(report: Report, out: Path) -> Path:
     fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4), squeeze=False)
     for ax, task in zip(axes[0], tasks, strict=True):
         for group, group_tasks in report.groups.items():
-            runs = group_tasks.get(task)
+            runs = [run for run in group_tasks.get(task, []) if run.curve]
             if not runs:
                 continue
             grid, values = on_common_grid([(run.env_step, run.value) for run in runs])

@@ -54,10 +54,14 @@ class RunResult:
     metric: str = "return"
     budget_env_steps: int | None = None
     threshold: float | None = None
+    """The figure the run counted as solving its task (rlpipe: ``env.stop_value``), if any."""
     counter: str = "env_step"
     """What ``env_step`` and ``budget_env_steps`` count: env steps, or updates (``train_iter``) for a run
     that learns from a dataset alone."""
-    """The figure the run counted as solving its task (rlpipe: ``env.stop_value``), if any."""
+    curve: bool = True
+    """Whether ``value`` holds evaluations made while the run trained. False for a run known by its final
+    figure alone (a peer library's run that did not evaluate as it trained): one entry, at its end, and
+    no best evaluation, no env steps to a threshold and no curve to report."""
     library: str = "rlpipe"
     settings: dict[str, Any] = field(default_factory=dict)
     """What changes a figure: ``algorithm``, ``precision``, ``flush_denormal``, ``overrides``, ``resumed``, ..."""
@@ -70,11 +74,15 @@ class RunResult:
         return self.final_eval if self.final_eval is not None else self.value[-1]
 
     @property
-    def best(self) -> float:
-        return max(self.value)
+    def best(self) -> float | None:
+        """The best evaluation made while training; None for a run without a curve."""
+        return max(self.value) if self.curve else None
 
     def first_reaching(self, threshold: float) -> tuple[int, float | None] | None:
-        """``(env step, wall time)`` of the first evaluation at or above ``threshold``; None if none."""
+        """``(env step, wall time)`` of the first evaluation at or above ``threshold``; None if none (or
+        without a curve: check :attr:`curve` to tell the two apart)."""
+        if not self.curve:
+            return None
         for i, value in enumerate(self.value):
             if value >= threshold:
                 return self.env_step[i], self.wall_time_s[i] if i < len(self.wall_time_s) else None
@@ -98,6 +106,12 @@ class RunResult:
         if not result.value or len(result.value) != len(result.env_step):
             raise ResultError(f"{origin}: run result '{result.group}' seed {result.seed} needs as many env_step "
                               "as value entries, at least one")
+        if not isinstance(result.curve, bool):
+            raise ResultError(f"{origin}: run result '{result.group}' seed {result.seed} has curve "
+                              f"{result.curve!r}, not true or false")
+        if not result.curve and len(result.value) != 1:
+            raise ResultError(f"{origin}: run result '{result.group}' seed {result.seed} has no curve (curve: "
+                              f"false), so it needs exactly one value, its final figure; it has {len(result.value)}")
         if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in result.value):
             raise ResultError(f"{origin}: run result '{result.group}' seed {result.seed} has a value that is not a "
                               "number")

@@ -327,7 +327,7 @@ def _finished_line(outcome: RunOutcome, count: int, total: int) -> str:
     head = f"[{count}/{total}] {run.group} seed {run.seed}"
     if result is None:
         return f"{head}: FAILED (exit status {outcome.returncode}): {outcome.last_line}"
-    text = f"{head}: final {result.final:.4g}, best {result.best:.4g}"
+    text = f"{head}: final {result.final:.4g}" + (f", best {result.best:.4g}" if result.best is not None else "")
     reached = result.first_reaching(result.threshold) if result.threshold is not None else None
     if reached is not None:
         text += f", reached {result.threshold:g} at env step {reached[0]:,}"

@@ -85,6 +85,29 @@ def test_whole_run_wall_times_and_their_ratio_to_the_baseline_only_when_asked():
     assert unlogged.rows[0].wall_time is None and "| ieee | CartPole-v1 | 1 | not logged |" in unlogged.to_markdown()
 
 
+def test_runs_known_by_their_final_figure_alone_have_no_best_threshold_or_curve(tmp_path):
+    def final_only(seed: int, final: float) -> RunResult:
+        result = run("peer", seed, [final])
+        result.env_step, result.wall_time_s, result.curve = [2000], [300.0], False
+        return result
+
+    peer = [final_only(s, v) for s, v in enumerate([480.0, 490.0, 500.0])]
+    report = build_report([*results()[:4], *peer], baseline="dqn", wall_time=True)
+    dqn, row = report.rows
+    assert row.final["mean"].value == pytest.approx(490.0) and row.improvement is not None
+    # its one figure is at the end of training: it must not pass for a best evaluation or a threshold reached
+    assert row.best is None and not row.curve and row.reached == 0 and row.steps_to_threshold is None
+    assert dqn.curve and dqn.best is not None and dqn.reached == 2
+    assert row.wall_time.value == pytest.approx(300.0)  # the whole run's time is still known
+    text = report.to_markdown()
+    assert "| peer | CartPole-v1 | 3 | 490 [" in text and "| no curve | 0.75 [" in text
+    assert "| peer | CartPole-v1 | 475 | no curve |  |  |" in text
+    data = report.to_json()["tasks"][1]
+    assert (data["curve"], data["best_mean"]) == (False, None)
+    report.write(tmp_path / "out")  # its curves leave the peer out
+    assert (tmp_path / "out" / "curves.png").is_file()
+
+
 def test_normalised_aggregates_pool_games_and_resample_each_game_on_its_own():
     atari = [run("der", s, [v], task=task, threshold=None) for task, scores in
              {"ALE/Pong-v5": [-20.7, 14.6], "ALE/Boxing-v5": [0.1, 12.1]}.items() for s, v in enumerate(scores)]

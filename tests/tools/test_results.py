@@ -77,6 +77,10 @@ def test_records_round_trip_and_a_half_written_last_line_is_left_out(tmp_path, r
     ('{"group": "a", "task": "t", "seed": 0, "env_step": [1], "value": [1.0], "colour": 1}', "unknown key 'colour'"),
     ('{"group": "a", "task": "t", "seed": 0, "env_step": [1, 2], "value": [1.0]}', "as many env_step as value"),
     ('{"group": "a", "task": "t", "env_step": [1], "value": [1.0]}', "not a run result"),
+    ('{"group": "a", "task": "t", "seed": 0, "env_step": [1, 2], "value": [1.0, 2.0], "curve": false}',
+     r"has no curve \(curve: false\), so it needs exactly one value, its final figure; it has 2"),
+    ('{"group": "a", "task": "t", "seed": 0, "env_step": [1], "value": [1.0], "curve": "no"}',
+     "has curve 'no', not true or false"),
 ])
 def test_a_damaged_results_file_is_named_in_one_line(tmp_path, line, message):
     path = tmp_path / "results.jsonl"
