@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from peers import peer_installed  # benchmarks/peers.py, imported before this script's folder leaves the path
+# benchmarks/peers.py, imported before this script's folder leaves the path
+from peers import peer_installed, peer_version
 
 # This file's name shadows the ``minatar`` package for scripts in its folder: drop the folder.
 if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
@@ -166,11 +167,12 @@ def sb3_results(game: str, steps: int, episodes: int, rows: list[dict[str, float
     """SB3's runs as run results (``rlpipe report``'s format): each seed's final policy over ``episodes``
     greedy games, its wall time, and the settings SB3 trains with (IEEE subnormals, float32). They did not
     evaluate while training, so they have no curve: no best evaluation, no env steps to a threshold."""
+    source = f"stable-baselines3 {peer_version('stable_baselines3')} (benchmarks/minatar.py)"
     return [RunResult(group="sb3-dqn", task=game_env_id(game), seed=int(row["seed"] or 0), env_step=[steps],
                       value=[float(row["sb3_return"] or 0.0)], wall_time_s=[row["sb3_wall_s"]], curve=False,
                       eval_episodes=episodes,
                       final_eval=row["sb3_return"], final_eval_episodes=episodes, budget_env_steps=steps,
-                      library="stable-baselines3", source="stable-baselines3 (benchmarks/minatar.py)",
+                      library="stable-baselines3", source=source,
                       settings={"algorithm": "dqn", "precision": "fp32", "flush_denormal": False, "overrides": [],
                                 "resumed": False})
             for row in rows if row["sb3_return"] is not None]

@@ -8,6 +8,7 @@ writes ``null`` for the peer's figures and ratios, under the same keys as when i
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from pathlib import Path
 
 DISTRIBUTIONS = {"stable_baselines3": "stable-baselines3", "tianshou": "tianshou"}
@@ -25,6 +26,15 @@ def peer_installed(module: str) -> bool:
         print(f"{DISTRIBUTIONS[module]} side skipped: {module} is not installed (pip install 'rlpipe[bench]')")
         return False
     return True
+
+
+def peer_version(module: str) -> str:
+    """The installed version of peer library ``module``'s package, for the results its runs write (the code
+    that ran), or ``"not installed"``."""
+    try:
+        return importlib.metadata.version(DISTRIBUTIONS[module])
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 D3RLPY_PYTHON = "/work/d3venv/bin/python"

@@ -27,4 +27,6 @@ def test_sb3_runs_have_their_final_figure_and_wall_time_and_no_curve():
     # it did not evaluate while training: its one figure must not pass for a best evaluation or a curve
     assert not result.curve and result.best is None and result.first_reaching(5.0) is None
     assert result.settings["flush_denormal"] is False and result.settings["precision"] == "fp32"
+    # the code that ran: SB3's version (not installed for the tests)
+    assert result.source == "stable-baselines3 not installed (benchmarks/minatar.py)"
     assert RunResult.from_dict(json.loads(result.to_json()), "sb3.jsonl") == result  # a valid record
