@@ -299,8 +299,8 @@ def _markdown(report: Report) -> list[str]:
     lines = ["Final evaluation (per task):", ""]
     lines += _table(["group", "task", "runs", "mean", "median", "IQM", "best, mean", *versus], [
         [r.group, r.task, str(len(r.seeds)), *(_estimate(r.final[name]) for name in stats.AGGREGATES),
-         _estimate(r.best) if r.best is not None else NO_CURVE, *([_estimate(r.improvement)] if report.baseline else [])]
-        for r in report.rows])
+         _estimate(r.best) if r.best is not None else NO_CURVE,
+         *([_estimate(r.improvement)] if report.baseline else [])] for r in report.rows])
     reaching = [r for r in report.rows if r.threshold is not None]
     if reaching:
         lines += ["", "Reaching the threshold (the first evaluation at or above it; median over runs):", ""]
