@@ -57,6 +57,7 @@ from rlpipe.entry.evaluate import resolve_checkpoint
 from rlpipe.envs.minatar import make_minatar_env
 from rlpipe.model.cnn import minatar_cnn_layers
 from rlpipe.tools.results import RunResult, write_results
+from rlpipe.utils.provenance import machine_description
 
 Policy = Callable[[np.ndarray], int]
 
@@ -174,7 +175,7 @@ def sb3_results(game: str, steps: int, episodes: int, rows: list[dict[str, float
                       final_eval=row["sb3_return"], final_eval_episodes=episodes, budget_env_steps=steps,
                       library="stable-baselines3", source=source,
                       settings={"algorithm": "dqn", "precision": "fp32", "flush_denormal": False, "overrides": [],
-                                "resumed": False})
+                                "resumed": False, "machine": machine_description()})
             for row in rows if row["sb3_return"] is not None]
 
 

@@ -185,6 +185,7 @@ def run_d3rlpy(python: str, job: dict[str, Any], folder: Path) -> dict[str, Any]
 def result_of(job: dict[str, Any], output: dict[str, Any], task: str) -> Any:
     """The run result of one d3rlpy run (updates counted as ``train_iter``, as rlpipe's offline runs)."""
     from rlpipe.tools.results import RunResult
+    from rlpipe.utils.provenance import machine_description
 
     steps, values, walls = zip(*output["curve"], strict=True) if output["curve"] else ((), (), ())
     return RunResult(
@@ -193,7 +194,7 @@ def result_of(job: dict[str, Any], output: dict[str, Any], task: str) -> Any:
         final_eval=output["final"], final_eval_episodes=job["final_episodes"], budget_env_steps=job["updates"],
         counter="train_iter", library="d3rlpy",
         settings={"algorithm": job["settings"]["type"], "precision": "fp32", "flush_denormal": False,
-                  "overrides": [f"compared with {job['config']}"], "resumed": False},
+                  "overrides": [f"compared with {job['config']}"], "resumed": False, "machine": machine_description()},
         source=f"d3rlpy {output['d3rlpy']}")
 
 

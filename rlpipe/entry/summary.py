@@ -34,7 +34,7 @@ def _accepts(hint: Any, value: Any) -> bool:
     )
 
 
-ADDED_KEYS = ("code",)
+ADDED_KEYS = ("code", "machine")
 """Keys newer than the first summaries: one that is absent takes its default (older runs resume)."""
 
 
@@ -62,12 +62,14 @@ class RunSummary:
     code: str | None = None
     """The code that ran it (:func:`~rlpipe.utils.provenance.code_version`), taken as it started and
     at each resume with other code (``"a, b"``): what its result records name, not the code at its end."""
+    machine: str | None = None
+    """The machine that ran it (:func:`~rlpipe.utils.provenance.machine_description`), taken as it
+    started and at each resume on another machine (``"a; b"``): wall times and float kernels depend on it."""
 
-    def add_code(self, version: str) -> None:
-        """Record that ``version`` runs this run from now on."""
-        known = self.code.split(", ") if self.code else []
-        if version not in known:
-            self.code = ", ".join([*known, version])
+    def add_provenance(self, code: str, machine: str) -> None:
+        """Record that ``code`` runs this run from now on, on ``machine``."""
+        self.code = _joined(self.code, code, ", ")
+        self.machine = _joined(self.machine, machine, "; ")
 
     def write(self, path: Path) -> None:
         """Write as JSON, atomically (a temporary file, then a rename): a kill never leaves half a file."""
@@ -118,6 +120,12 @@ class RunSummary:
             kind = getattr(hints[wrong], "__name__", str(hints[wrong]))
             raise SummaryError(f"{path} is damaged: key '{wrong}' is {data[wrong]!r}, not {kind}")
         return cls(**{name: data[name] for name in names if name in data})
+
+
+def _joined(known: str | None, value: str, separator: str) -> str:
+    """``known`` (values joined by ``separator``) with ``value`` added at the end unless already there."""
+    values = known.split(separator) if known else []
+    return separator.join(values if value in values else [*values, value])
 
 
 SUMMARY_EVERY_S = 10.0

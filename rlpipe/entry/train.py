@@ -36,7 +36,7 @@ from rlpipe.recipes.pipeline import Middleware, use_training_pipeline
 from rlpipe.utils.checkpoint import RUN_RECORD, CheckpointError, record_seal
 from rlpipe.utils.metrics import MetricsWriter, read_metrics
 from rlpipe.utils.precision import bf16_fallback_reason
-from rlpipe.utils.provenance import code_version
+from rlpipe.utils.provenance import code_version, machine_description
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def run_training(cfg: Config, options: TrainOptions) -> RunSummary:
         if earlier is not None:
             tracker.summary.merge_evaluations(earlier.records, parts.cfg.env.stop_value)
         tracker.summary.run_id = tracker.summary.run_id or uuid.uuid4().hex  # older runs had none
-        tracker.summary.add_code(code_version())
+        tracker.summary.add_provenance(code_version(), machine_description(device_of(parts.cfg.policy)))
         writer = MetricsWriter(run_dir)
         env_errors = logging.FileHandler(run_dir / "env_errors.log", delay=True)  # made on the first report
         worker_report_log.addHandler(env_errors)

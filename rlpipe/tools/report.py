@@ -18,7 +18,9 @@ committed results files) and reports per **group** (a preset, or ``preset:label`
 - with ``--normalise``, the same aggregates over tasks of normalised scores (each task's runs
   resampled on their own);
 - the settings behind each group's figures (library, algorithm, precision, ``flush_denormal``,
-  overrides, resumed runs, code), since a figure without them cannot be compared;
+  overrides, resumed runs, code and, where the runs recorded it, the machine), since a figure
+  without them cannot be compared; a group whose runs differ in algorithm, precision,
+  ``flush_denormal``, overrides or machine is refused;
 - curves: per task, each group's mean evaluation against env steps with its 95% band.
 
 A run known by its final figure alone (``curve: false`` in its record: a peer library's run that
@@ -153,16 +155,22 @@ def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunR
             raise ResultError(f"group '{result.group}' has seed {result.seed} on {result.task} twice: give each "
                               "results file once, or name one sweep's groups apart (rlpipe sweep --label)")
         reference = first.setdefault(result.group, result)
-        for key in ("overrides", "precision", "flush_denormal", "algorithm"):
+        for key in ("overrides", "precision", "flush_denormal", "algorithm", "machine"):
             if reference.settings.get(key) != result.settings.get(key):
                 raise ResultError(f"group '{result.group}' mixes runs whose {key} differ "
-                                  f"({reference.settings.get(key)!r} and {result.settings.get(key)!r}); name "
+                                  f"({_setting(reference, key)} and {_setting(result, key)}); name "
                                   "them apart with rlpipe sweep --label")
         runs.append(result)
     for tasks in groups.values():
         for runs in tasks.values():
             runs.sort(key=lambda run: run.seed)
     return groups
+
+
+def _setting(result: RunResult, key: str) -> str:
+    """A setting of ``result`` as an error message shows it."""
+    value = result.settings.get(key)
+    return "not recorded" if value is None and key == "machine" else repr(value)
 
 
 def build_report(results: Sequence[RunResult], baseline: str | None = None, normaliser: Normaliser | None = None,
@@ -261,7 +269,7 @@ def _settings(tasks: dict[str, list[RunResult]]) -> dict[str, Any]:
         "overrides": first.settings.get("overrides", []), "budget_env_steps": first.budget_env_steps,
         "budget_counts": "updates" if first.counter == "train_iter" else "",
         "final_figure": evaluation, "resumed": sum(bool(run.settings.get("resumed")) for run in runs),
-        "runs": len(runs), "code": sorted({run.source for run in runs}),
+        "runs": len(runs), "code": sorted({run.source for run in runs}), "machine": first.settings.get("machine"),
     }
 
 
@@ -321,13 +329,16 @@ def _markdown(report: Report) -> list[str]:
         lines += _table(["group", "tasks", "runs", "mean", "median", "IQM", *versus], [
             [a.group, str(a.tasks), str(a.runs), *(_estimate(a.final[name]) for name in stats.AGGREGATES),
              *([_estimate(a.improvement)] if report.baseline else [])] for a in report.aggregates])
+    # The machine column appears once a group's runs recorded theirs (older records did not).
+    machines = any(s["machine"] for s in report.settings.values())
     lines += ["", "Settings:", ""]
     lines += _table(["group", "library", "algorithm", "final figure", "precision", "flush_denormal", "budget",
-                     "resumed", "overrides", "code"], [
+                     "resumed", "overrides", "code", *(["machine"] if machines else [])], [
         [group, s["library"], str(s["algorithm"]), s["final_figure"], str(s["precision"]), str(s["flush_denormal"]),
          f"{_number(s['budget_env_steps'])} {s['budget_counts']}".strip() if s["budget_env_steps"] else "",
          f"{s['resumed']}/{s['runs']}",
-         " ".join(f"`{o}`" for o in s["overrides"]), ", ".join(s["code"])] for group, s in report.settings.items()])
+         " ".join(f"`{o}`" for o in s["overrides"]), ", ".join(s["code"]),
+         *([s["machine"] or "not recorded"] if machines else [])] for group, s in report.settings.items()])
     return [*lines, "", INTERVAL_NOTE]
 
 

@@ -3,7 +3,7 @@
 A record holds what a report needs: the run's group (the rows of a table), task, seed and library;
 its evaluation curve (env step, figure, wall time); its budget and threshold; and the settings a
 reader must know to trust a figure (precision, ``flush_denormal``, overrides, whether it was
-resumed, the commit). A results file is JSON lines, one record each, small enough to commit
+resumed, the machine, the commit). A results file is JSON lines, one record each, small enough to commit
 beside the docs (no checkpoints). Records of rlpipe runs are read from a run directory
 (:func:`result_of_run`); runs of other libraries enter through :mod:`rlpipe.tools.foreign`.
 """
@@ -64,7 +64,8 @@ class RunResult:
     no best evaluation, no env steps to a threshold and no curve to report."""
     library: str = "rlpipe"
     settings: dict[str, Any] = field(default_factory=dict)
-    """What changes a figure: ``algorithm``, ``precision``, ``flush_denormal``, ``overrides``, ``resumed``, ..."""
+    """What changes a figure: ``algorithm``, ``precision``, ``flush_denormal``, ``overrides``, ``resumed``,
+    ``machine`` (:func:`~rlpipe.utils.provenance.machine_description`; absent or None where not recorded), ..."""
     source: str = ""
     """The commit (or version) of the code that ran."""
 
@@ -220,6 +221,7 @@ def result_of_run(run_dir: Path, group: str | None = None, overrides: Sequence[s
         "flush_denormal": run.get("flush_denormal"),
         "overrides": list(overrides),
         "resumed": resumed,
+        "machine": summary.get("machine"),  # None: a run from before runs recorded it
         **({"dataset": offline["dataset"], "dataset_share": offline.get("dataset_share", 1.0)} if offline else {}),
     }
     return RunResult(

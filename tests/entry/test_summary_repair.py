@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -94,29 +95,45 @@ def test_a_damaged_metrics_file_is_refused_in_one_line(finished, tmp_path, capsy
     assert snapshot(run) == before
 
 
-def test_the_summary_names_the_code_that_ran_from_start_to_each_resume(finished, tmp_path, monkeypatch):
-    """A run's records name the code at its start, and the code of a resume that ran other code: not the
-    code at the moment its result is read."""
+def test_the_summary_names_the_code_and_machine_that_ran_from_start_to_each_resume(finished, tmp_path, monkeypatch):
+    """A run's records name the code and machine at its start, and those of a resume that ran other code
+    on another machine: not the code or machine at the moment its result is read."""
     from rlpipe.tools.results import result_of_run
+    from rlpipe.utils.provenance import machine_description
 
     train_module = importlib.import_module("rlpipe.entry.train")  # the module: rlpipe.entry.train is the function
 
-    started = json.loads((finished / "summary.json").read_text())["code"]
-    assert started and started == result_of_run(finished).source
+    started = json.loads((finished / "summary.json").read_text())
+    assert started["code"] and started["code"] == result_of_run(finished).source
+    assert started["machine"] == machine_description() == result_of_run(finished).settings["machine"]
     run = tmp_path / "run"
     shutil.copytree(finished, run)
     monkeypatch.setattr(train_module, "code_version", lambda: "later123")
+    monkeypatch.setattr(train_module, "machine_description", lambda device: "Other CPU, 64 cores, AVX512")
     assert main(["resume", str(run), "run.max_env_step=600", "--no-progress"]) == 0
-    assert json.loads((run / "summary.json").read_text())["code"] == f"{started}, later123"
-    assert result_of_run(run).source == f"{started}, later123"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["code"] == result_of_run(run).source == f"{started['code']}, later123"
+    assert summary["machine"] == result_of_run(run).settings["machine"] == (f"{started['machine']}; "
+                                                                             "Other CPU, 64 cores, AVX512")
 
 
-def test_a_summary_from_before_the_code_key_reads_and_resumes(finished, tmp_path, caplog):
+def test_the_machine_names_the_cpu_its_cores_and_torch_kernels():
+    import torch
+
+    from rlpipe.utils.provenance import machine_description
+
+    cpu, cores, kernels = machine_description().split(", ")
+    assert cpu and cores == f"{len(os.sched_getaffinity(0))} cores"
+    assert kernels == torch.backends.cpu.get_cpu_capability()
+
+
+@pytest.mark.parametrize("key", ["code", "machine"])
+def test_a_summary_from_before_a_provenance_key_reads_and_resumes(finished, tmp_path, caplog, key):
     run = tmp_path / "run"
     shutil.copytree(finished, run)
     summary_file = run / "summary.json"
-    summary_file.write_text(_without("code")(json.loads(summary_file.read_text())))
-    assert RunSummary.read(summary_file).code is None
+    summary_file.write_text(_without(key)(json.loads(summary_file.read_text())))
+    assert getattr(RunSummary.read(summary_file), key) is None
     assert main(["resume", str(run), "run.max_env_step=600", "--no-progress"]) == 0
     assert not [r for r in caplog.records if r.levelname == "WARNING"]  # not taken for damage
-    assert json.loads(summary_file.read_text())["code"]
+    assert json.loads(summary_file.read_text())[key]

@@ -138,6 +138,20 @@ def test_a_group_may_not_mix_settings_or_repeat_a_seed():
         build_report([run("dqn", 0, [1.0]), run("dqn", 0, [2.0])])
 
 
+def test_runs_of_other_machines_are_kept_apart_and_the_machine_is_shown_once_recorded():
+    """Wall times and float kernels differ between machines: one group may not mix them, nor mix a run
+    whose machine is known with one from before runs recorded it."""
+    xeon, epyc = "Intel Xeon, 2 cores, AVX512", "AMD EPYC, 2 cores, AVX2"
+    with pytest.raises(ResultError, match=f"group 'dqn' mixes runs whose machine differ \\('{xeon}' and '{epyc}'"):
+        build_report([run("dqn", 0, [1.0], machine=xeon), run("dqn", 1, [1.0], machine=epyc)])
+    with pytest.raises(ResultError, match=f"machine differ \\(not recorded and '{epyc}'\\)"):
+        build_report([run("dqn", 0, [1.0]), run("dqn", 1, [1.0], machine=epyc)])
+    assert "machine" not in build_report(results()).to_markdown()  # records from before: no column
+    text = build_report([run("dqn", 0, [1.0], machine=epyc), run("c51", 0, [1.0])]).to_markdown()
+    assert "| overrides | code | machine |" in text
+    assert f"| {epyc} |" in text and "| not recorded |" in text
+
+
 def test_markdown_json_and_curves(tmp_path):
     report = build_report(results(), baseline="dqn")
     text = report.to_markdown()

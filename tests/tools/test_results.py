@@ -19,6 +19,7 @@ from rlpipe.tools.results import (
     write_results,
 )
 from rlpipe.utils.metrics import read_metrics
+from rlpipe.utils.provenance import machine_description
 from tests.tiny_run import TINY_RUN
 
 
@@ -39,7 +40,7 @@ def test_a_run_directory_gives_its_evaluation_curve_and_settings(run_dir):
     assert len(times) == len(evals) and all(t is not None for t in times) and times == sorted(times)
     assert result.threshold == 475.0 and result.budget_env_steps == 200 and result.eval_episodes == 2
     assert result.settings == {"algorithm": "dqn", "precision": "fp32", "flush_denormal": True,
-                               "overrides": ["seed=3"], "resumed": False}
+                               "overrides": ["seed=3"], "resumed": False, "machine": machine_description()}
 
 
 def test_a_q_learning_run_under_cql_s_penalty_says_so(tmp_path, run_dir):
