@@ -70,6 +70,16 @@ def test_an_offline_run_resumed_halfway_ends_as_one_run_straight_through(pendulu
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     first = policy_tensors(tmp_path / "halves" / "ckpt" / "iteration_100.pth.tar")
     assert any(not torch.equal(first[k], b[k]) for k in a)  # it did learn after resuming
+    # Each evaluation is seeded from where the run is, so those after the resume play the straight
+    # run's episodes (Pendulum: each start angle gives another return, so other episodes would show).
+    evaluated = evaluations(tmp_path / "straight")
+    assert max(evaluated) > 150 and evaluations(tmp_path / "halves") == evaluated
+    assert len({figures for figures in evaluated.values()}) == len(evaluated)
+
+
+def evaluations(run_dir: Path) -> dict[int, tuple[float, float]]:
+    """``{train_iter: (mean, std of the returns)}``; a resumed run's later record of an iteration stands."""
+    return {r["train_iter"]: (r["return_mean"], r["return_std"]) for r in read_metrics(run_dir) if r["kind"] == "eval"}
 
 
 def test_a_run_refuses_to_resume_on_changed_data(pendulum_data, tmp_path):

@@ -32,15 +32,28 @@ def evaluation_actions(policy: Any, eps: float = 0.0) -> Callable[[Any], np.ndar
     return policy.forward if eps == 0 else functools.partial(policy.forward, eps=eps)
 
 
-def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 0.0) -> dict[str, np.ndarray]:
+def evaluation_seed(run_seed: int, train_iter: int, env_step: int) -> int:
+    """The env seed of the evaluation a run seeded ``run_seed`` makes at ``train_iter`` and ``env_step``.
+
+    It depends on where the run is, not on how many evaluations this process made before: a
+    resumed run plays the episodes the same run straight through would have, and successive
+    evaluations see other start states. Below 2**31 - 2**16, so the envs' seeds ``seed + i`` fit an
+    int32 (some simulators take no more)."""
+    state = np.random.SeedSequence([run_seed, train_iter, env_step]).generate_state(1, dtype=np.uint64)[0]
+    return int(state % (2**31 - 2**16))
+
+
+def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 0.0,
+                      seed: int | None = None) -> dict[str, np.ndarray]:
     """Run ``n_episode`` episodes of ``policy`` (``forward(obs) -> action``) from a fresh reset,
     epsilon-greedy with ``eps`` (see :func:`evaluation_actions`); a policy with memory (its mode's
     ``memory``) starts each episode from a fresh state.
 
     Episodes are split evenly over the environments and the first ones to finish in each
     environment are counted, so that short episodes are not over-represented.
-    Each call starts new episodes from the environments' own random streams, so successive
-    evaluations see different start states. An episode cut short by a failed environment
+    The reset is seeded ``seed, seed + 1, ...`` when ``seed`` is given (a run's evaluations:
+    :func:`evaluation_seed`); else each call starts new episodes from the environments' own random
+    streams, so successive evaluations see different start states. An episode cut short by a failed environment
     step is not counted: its return is not the policy's (if failures grow with episode
     length, this favours short episodes). After ``MAX_FAILED_EPISODES_PER_EPISODE`` such
     episodes per requested one the evaluation ends with the episodes it has (fewer than
@@ -57,7 +70,7 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 
     failed_episodes = 0
     act = evaluation_actions(policy, eps)
     memory = getattr(policy, "memory", None)  # a recurrent policy's states, reset where episodes start
-    env.reset()
+    env.reset(seed=seed)
     episode_start = np.ones(env.num_envs, dtype=bool)
     while (quota > 0).any():
         if memory is not None:
@@ -101,11 +114,12 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
     writes ``ctx.eval_value`` (that figure), ``ctx.eval_output`` (per-episode returns and
     lengths), ``ctx.last_eval_iter``, ``ctx.last_eval_env_step``, ``ctx.last_eval_value``.
     Evaluates at the first call too, epsilon-greedy with ``cfg.policy.eval.eps`` (absent, as in
-    the seed's configs: greedy). Env steps grow by whole collections, so an evaluation
-    comes at the first call after a multiple is crossed (once, however many were crossed).
-    An evaluation in which every episode ends in a failed env step is skipped (logged) and
-    tried again at the next multiple;
-    an env that cannot be made again stops the run. With ``stop_on_solve=False``
+    the seed's configs: greedy). Each evaluation's episodes are seeded from ``cfg.seed`` (absent: 0)
+    and the counters (:func:`evaluation_seed`), so a resumed run evaluates as a straight one. Env
+    steps grow by whole collections, so an evaluation comes at the first call after a multiple is
+    crossed (once, however many were crossed). An evaluation in which every episode ends in a
+    failed env step is skipped (logged) and tried again at the next multiple; an env that cannot
+    be made again stops the run. With ``stop_on_solve=False``
     training goes on after ``stop_value`` is reached (to see whether the policy stays good).
     """
 
@@ -123,6 +137,7 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
         self._stop_value = cfg.env.stop_value
         self._by_success = getattr(cfg.env, "eval_metric", "return") == "success_rate"
         self._stop_on_solve = stop_on_solve
+        self._run_seed = int(getattr(cfg, "seed", 0))  # absent in the seed's configs
 
     def _due(self, ctx: OnlineRLContext) -> bool:
         """Whether this iteration evaluates: the first time, then by train iterations or env steps."""
@@ -137,7 +152,8 @@ class interaction_evaluator:  # noqa: N801 - lower case, like the seed's middlew
             return
         ctx.last_eval_iter, ctx.last_eval_env_step = ctx.train_iter, ctx.env_step
         try:
-            output = evaluate_episodes(self._policy, self._env, self._n_episode, self._eps)
+            output = evaluate_episodes(self._policy, self._env, self._n_episode, self._eps,
+                                       evaluation_seed(self._run_seed, ctx.train_iter, ctx.env_step))
         except EvaluationFailedError as err:  # a flaky env with long episodes: try again next time
             logger.warning("evaluation at env step %d skipped: %s", ctx.env_step, err)
             return
