@@ -70,7 +70,7 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 
     failed_episodes = 0
     act = evaluation_actions(policy, eps)
     memory = getattr(policy, "memory", None)  # a recurrent policy's states, reset where episodes start
-    env.reset(seed=seed)
+    env.reset() if seed is None else env.reset(seed=seed)
     episode_start = np.ones(env.num_envs, dtype=bool)
     while (quota > 0).any():
         if memory is not None:
