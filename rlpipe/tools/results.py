@@ -3,8 +3,8 @@
 A record holds what a report needs: the run's group (the rows of a table), task, seed and library;
 its evaluation curve (env step, figure, wall time); its budget and threshold; and the settings a
 reader must know to trust a figure (precision, ``flush_denormal``, overrides, whether it was
-resumed, the machine, the commit). A results file is JSON lines, one record each, small enough to commit
-beside the docs (no checkpoints). Records of rlpipe runs are read from a run directory
+resumed, the machine, the commit). A results file is JSON lines, one record each, small enough to
+commit beside the docs (no checkpoints). Records of rlpipe runs are read from a run directory
 (:func:`result_of_run`); runs of other libraries enter through :mod:`rlpipe.tools.foreign`.
 """
 from __future__ import annotations

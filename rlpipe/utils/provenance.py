@@ -25,7 +25,8 @@ def code_version() -> str:
 
 def machine_description(device: Any = "cpu") -> str:
     """The machine that runs: the CPU's model, the cores this process may use, torch's CPU kernel set
-    and, when ``device`` is a GPU, its name (``"AMD EPYC 7B13, 2 cores, AVX2"``).
+    and, when ``device`` is a GPU, its name (``"AMD EPYC 7B13, 2 cores, AVX2"``; no ``;``, which
+    joins the machines of a resumed run).
 
     Wall times and float kernels differ between machines (an AVX-512 Xeon and an AVX2 EPYC round the
     same run differently), so a run's record names the machine that made it and a report keeps runs
@@ -36,7 +37,7 @@ def machine_description(device: Any = "cpu") -> str:
     text = f"{_cpu_model()}, {cores} cores, {torch.backends.cpu.get_cpu_capability()}"
     device = torch.device(device)
     if device.type == "cuda":
-        text += f"; {torch.cuda.get_device_name(device)}"
+        text += f", {torch.cuda.get_device_name(device)}"
     return text
 
 

@@ -74,7 +74,7 @@ def test_an_offline_run_resumed_halfway_ends_as_one_run_straight_through(pendulu
     # run's episodes (Pendulum: each start angle gives another return, so other episodes would show).
     evaluated = evaluations(tmp_path / "straight")
     assert max(evaluated) > 150 and evaluations(tmp_path / "halves") == evaluated
-    assert len({figures for figures in evaluated.values()}) == len(evaluated)
+    assert len(set(evaluated.values())) == len(evaluated)
 
 
 def evaluations(run_dir: Path) -> dict[int, tuple[float, float]]:

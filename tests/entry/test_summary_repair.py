@@ -117,7 +117,7 @@ def test_the_summary_names_the_code_and_machine_that_ran_from_start_to_each_resu
                                                                              "Other CPU, 64 cores, AVX512")
 
 
-def test_the_machine_names_the_cpu_its_cores_and_torch_kernels():
+def test_the_machine_names_the_cpu_its_cores_and_torch_kernels_and_a_gpu_when_one_runs(monkeypatch):
     import torch
 
     from rlpipe.utils.provenance import machine_description
@@ -125,6 +125,16 @@ def test_the_machine_names_the_cpu_its_cores_and_torch_kernels():
     cpu, cores, kernels = machine_description().split(", ")
     assert cpu and cores == f"{len(os.sched_getaffinity(0))} cores"
     assert kernels == torch.backends.cpu.get_cpu_capability()
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "Some GPU")
+    assert machine_description("cuda") == f"{machine_description()}, Some GPU"
+
+
+def test_resumes_on_one_machine_name_it_once_and_each_other_machine_after_it():
+    summary = RunSummary()
+    gpu, cpu = "AMD EPYC, 16 cores, AVX2, Some GPU", "Intel Xeon, 2 cores, AVX512"
+    for code, machine in [("a1", gpu), ("a1", gpu), ("b2", cpu), ("b2", gpu)]:
+        summary.add_provenance(code, machine)
+    assert summary.code == "a1, b2" and summary.machine == f"{gpu}; {cpu}"
 
 
 @pytest.mark.parametrize("key", ["code", "machine"])

@@ -52,9 +52,9 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 
     Episodes are split evenly over the environments and the first ones to finish in each
     environment are counted, so that short episodes are not over-represented.
     The reset is seeded ``seed, seed + 1, ...`` when ``seed`` is given (a run's evaluations:
-    :func:`evaluation_seed`); else each call starts new episodes from the environments' own random
-    streams, so successive evaluations see different start states. An episode cut short by a failed environment
-    step is not counted: its return is not the policy's (if failures grow with episode
+    :func:`evaluation_seed`); else each call starts new episodes from the environments' own
+    random streams, so successive evaluations see different start states. An episode cut short
+    by a failed environment step is not counted: its return is not the policy's (if failures grow with episode
     length, this favours short episodes). After ``MAX_FAILED_EPISODES_PER_EPISODE`` such
     episodes per requested one the evaluation ends with the episodes it has (fewer than
     asked, logged), so a flaky env does not stop the run; when none finished at all,
@@ -70,7 +70,10 @@ def evaluate_episodes(policy: Any, env: VectorEnv, n_episode: int, eps: float = 
     failed_episodes = 0
     act = evaluation_actions(policy, eps)
     memory = getattr(policy, "memory", None)  # a recurrent policy's states, reset where episodes start
-    env.reset() if seed is None else env.reset(seed=seed)
+    if seed is None:
+        env.reset()  # a user's vector env may take no seed
+    else:
+        env.reset(seed=seed)
     episode_start = np.ones(env.num_envs, dtype=bool)
     while (quota > 0).any():
         if memory is not None:
