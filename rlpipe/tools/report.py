@@ -20,7 +20,10 @@ committed results files) and reports per **group** (a preset, or ``preset:label`
 - the settings behind each group's figures (library, algorithm, precision, ``flush_denormal``,
   overrides, resumed runs, code and, where the runs recorded it, the machine), since a figure
   without them cannot be compared; a group whose runs differ in algorithm, precision,
-  ``flush_denormal``, overrides or machine is refused;
+  ``flush_denormal`` or overrides is refused;
+- machines: a group may hold runs of several (a sweep on a Ray cluster of mixed nodes): its returns
+  count as any other seeds do, but wall times are only given where every run compared ran on one
+  machine ("other machines" in their place otherwise);
 - curves: per task, each group's mean evaluation against env steps with its 95% band.
 
 A run known by its final figure alone (``curve: false`` in its record: a peer library's run that
@@ -50,6 +53,10 @@ from rlpipe.utils.plot import on_common_grid
 
 NO_CURVE = "no curve"
 """What the report prints where a group's runs did not evaluate while they trained."""
+OTHER_MACHINES = "other machines"
+"""What the report prints for a wall time whose runs ran on more than one machine."""
+NOT_RECORDED = "not recorded"
+"""The machine of a run from before runs recorded theirs."""
 INTERVAL_NOTE = (f"[low, high]: {stats.CONFIDENCE:.0%} stratified percentile-bootstrap interval "
                  f"({stats.RESAMPLES:,} resamples, scipy); IQM: mean of the middle 50% of runs (with under 4 "
                  "runs it trims nothing and equals the mean)")
@@ -74,6 +81,10 @@ class TaskRow:
     wall_to_threshold: stats.Estimate | None = None
     wall_time: stats.Estimate | None = None
     wall_time_ratio: stats.Estimate | None = None
+    one_machine: bool = True
+    """Whether the row's runs ran on one machine (else no wall times: they do not compare)."""
+    baseline_one_machine: bool = True
+    """Whether the baseline's runs on the task ran on the row's machine (else no wall-time ratio)."""
 
 
 @dataclass
@@ -155,10 +166,10 @@ def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunR
             raise ResultError(f"group '{result.group}' has seed {result.seed} on {result.task} twice: give each "
                               "results file once, or name one sweep's groups apart (rlpipe sweep --label)")
         reference = first.setdefault(result.group, result)
-        for key in ("overrides", "precision", "flush_denormal", "algorithm", "machine"):
+        for key in ("overrides", "precision", "flush_denormal", "algorithm"):
             if reference.settings.get(key) != result.settings.get(key):
                 raise ResultError(f"group '{result.group}' mixes runs whose {key} differ "
-                                  f"({_setting(reference, key)} and {_setting(result, key)}); name "
+                                  f"({reference.settings.get(key)!r} and {result.settings.get(key)!r}); name "
                                   "them apart with rlpipe sweep --label")
         runs.append(result)
     for tasks in groups.values():
@@ -167,10 +178,14 @@ def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunR
     return groups
 
 
-def _setting(result: RunResult, key: str) -> str:
-    """A setting of ``result`` as an error message shows it."""
-    value = result.settings.get(key)
-    return "not recorded" if value is None and key == "machine" else repr(value)
+def _machines(runs: Sequence[RunResult]) -> list[str]:
+    """The machines ``runs`` ran on, in order ("not recorded" for a run from before runs recorded theirs)."""
+    return sorted({run.settings.get("machine") or NOT_RECORDED for run in runs})
+
+
+def _one_machine(*run_sets: Sequence[RunResult]) -> bool:
+    """Whether every run of ``run_sets`` ran on one machine (or none recorded one): wall times compare."""
+    return len(_machines([run for runs in run_sets for run in runs])) == 1
 
 
 def build_report(results: Sequence[RunResult], baseline: str | None = None, normaliser: Normaliser | None = None,
@@ -213,7 +228,8 @@ def _task_row(group: str, task: str, runs: list[RunResult], groups: dict[str, di
         row.reached = sum(r is not None for r in reached)
         row.steps_to_threshold = stats.censored_median(np.asarray([r[0] if r else math.inf for r in reached]), seed)
         walls = [r[1] if r else math.inf for r in reached]
-        if all(wall is not None for wall in walls):
+        row.one_machine = _one_machine(runs)
+        if all(wall is not None for wall in walls) and row.one_machine:
             row.wall_to_threshold = stats.censored_median(np.asarray(walls, dtype=np.float64), seed)
     return row
 
@@ -232,13 +248,16 @@ def _add_wall_time(row: TaskRow, groups: dict[str, dict[str, list[RunResult]]], 
                    seed: int) -> None:
     """``row``'s mean whole-run wall time and, against the baseline on the same task, the ratio of the means
     (each group's runs resampled on their own)."""
-    times = _whole_run_times(groups[row.group][row.task])
-    if times is None:
+    runs = groups[row.group][row.task]
+    row.one_machine = _one_machine(runs)
+    times = _whole_run_times(runs)
+    if times is None or not row.one_machine:
         return
     row.wall_time = stats.bootstrap_estimate([times], stats.mean, seed)
     other = groups.get(baseline or "", {}).get(row.task)
     base = _whole_run_times(other) if other and row.group != baseline else None
-    if base is not None:
+    row.baseline_one_machine = other is None or _one_machine(runs, other)
+    if base is not None and row.baseline_one_machine:
         row.wall_time_ratio = stats.bootstrap_estimate([times, base], _ratio_of_means, seed)
 
 
@@ -269,7 +288,7 @@ def _settings(tasks: dict[str, list[RunResult]]) -> dict[str, Any]:
         "overrides": first.settings.get("overrides", []), "budget_env_steps": first.budget_env_steps,
         "budget_counts": "updates" if first.counter == "train_iter" else "",
         "final_figure": evaluation, "resumed": sum(bool(run.settings.get("resumed")) for run in runs),
-        "runs": len(runs), "code": sorted({run.source for run in runs}), "machine": first.settings.get("machine"),
+        "runs": len(runs), "code": sorted({run.source for run in runs}), "machine": _machines(runs),
     }
 
 
@@ -298,6 +317,13 @@ def _estimate(estimate: stats.Estimate | None, unit: str = "") -> str:
     return f"{number(estimate.value)} [{number(estimate.low)}, {number(estimate.high)}]"
 
 
+def _wall_time(estimate: stats.Estimate | None, one_machine: bool) -> str:
+    """A wall-time cell: the estimate in seconds, else why there is none."""
+    if estimate is not None:
+        return _estimate(estimate, " s")
+    return "not logged" if one_machine else OTHER_MACHINES
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [f"| {' | '.join(header)} |", f"|{'---|' * len(header)}", *(f"| {' | '.join(row)} |" for row in rows)]
 
@@ -314,23 +340,23 @@ def _markdown(report: Report) -> list[str]:
         lines += ["", "Reaching the threshold (the first evaluation at or above it; median over runs):", ""]
         lines += _table(["group", "task", "threshold", "reached", "env steps", "wall time"], [
             [r.group, r.task, _number(r.threshold or 0.0), f"{r.reached}/{len(r.seeds)}",
-             _estimate(r.steps_to_threshold), _estimate(r.wall_to_threshold, " s") if r.wall_to_threshold
-             else "not logged"] if r.curve else [r.group, r.task, _number(r.threshold or 0.0), NO_CURVE, "", ""]
-            for r in reaching])
+             _estimate(r.steps_to_threshold), _wall_time(r.wall_to_threshold, r.one_machine)]
+            if r.curve else [r.group, r.task, _number(r.threshold or 0.0), NO_CURVE, "", ""] for r in reaching])
     if report.wall_time:
         versus_time = [f"against {report.baseline}"] if report.baseline else []
         lines += ["", "Whole runs (wall time to the last evaluation, or to the end of training without a curve; mean "
                   "over runs, and the ratio of means):", ""]
         lines += _table(["group", "task", "runs", "wall time", *versus_time], [
-            [r.group, r.task, str(len(r.seeds)), _estimate(r.wall_time, " s") if r.wall_time else "not logged",
-             *([_estimate(r.wall_time_ratio, "x")] if report.baseline else [])] for r in report.rows])
+            [r.group, r.task, str(len(r.seeds)), _wall_time(r.wall_time, r.one_machine),
+             *([_estimate(r.wall_time_ratio, "x") if r.one_machine and r.baseline_one_machine else OTHER_MACHINES]
+               if report.baseline else [])] for r in report.rows])
     if report.aggregates:
         lines += ["", f"Normalised over tasks ({report.normalisation}; each task's runs resampled on their own):", ""]
         lines += _table(["group", "tasks", "runs", "mean", "median", "IQM", *versus], [
             [a.group, str(a.tasks), str(a.runs), *(_estimate(a.final[name]) for name in stats.AGGREGATES),
              *([_estimate(a.improvement)] if report.baseline else [])] for a in report.aggregates])
     # The machine column appears once a group's runs recorded theirs (older records did not).
-    machines = any(s["machine"] for s in report.settings.values())
+    machines = any(s["machine"] != [NOT_RECORDED] for s in report.settings.values())
     lines += ["", "Settings:", ""]
     lines += _table(["group", "library", "algorithm", "final figure", "precision", "flush_denormal", "budget",
                      "resumed", "overrides", "code", *(["machine"] if machines else [])], [
@@ -338,7 +364,7 @@ def _markdown(report: Report) -> list[str]:
          f"{_number(s['budget_env_steps'])} {s['budget_counts']}".strip() if s["budget_env_steps"] else "",
          f"{s['resumed']}/{s['runs']}",
          " ".join(f"`{o}`" for o in s["overrides"]), ", ".join(s["code"]),
-         *([s["machine"] or "not recorded"] if machines else [])] for group, s in report.settings.items()])
+         *([" / ".join(s["machine"])] if machines else [])] for group, s in report.settings.items()])
     return [*lines, "", INTERVAL_NOTE]
 
 

@@ -138,18 +138,30 @@ def test_a_group_may_not_mix_settings_or_repeat_a_seed():
         build_report([run("dqn", 0, [1.0]), run("dqn", 0, [2.0])])
 
 
-def test_runs_of_other_machines_are_kept_apart_and_the_machine_is_shown_once_recorded():
-    """Wall times and float kernels differ between machines: one group may not mix them, nor mix a run
-    whose machine is known with one from before runs recorded it."""
+def test_runs_of_several_machines_count_for_returns_but_not_for_wall_times():
+    """A group may hold runs of several machines (a Ray sweep over mixed nodes): its finals are any seeds'
+    finals, but wall times, to the threshold, whole runs and their ratio, compare only on one machine."""
     xeon, epyc = "Intel Xeon, 2 cores, AVX512", "AMD EPYC, 2 cores, AVX2"
-    with pytest.raises(ResultError, match=f"group 'dqn' mixes runs whose machine differ \\('{xeon}' and '{epyc}'"):
-        build_report([run("dqn", 0, [1.0], machine=xeon), run("dqn", 1, [1.0], machine=epyc)])
-    with pytest.raises(ResultError, match=f"machine differ \\(not recorded and '{epyc}'\\)"):
-        build_report([run("dqn", 0, [1.0]), run("dqn", 1, [1.0], machine=epyc)])
-    assert "machine" not in build_report(results()).to_markdown()  # records from before: no column
-    text = build_report([run("dqn", 0, [1.0], machine=epyc), run("c51", 0, [1.0])]).to_markdown()
+    mixed = [run("dqn", 0, [480.0, 500.0], machine=xeon), run("dqn", 1, [480.0, 490.0], machine=epyc)]
+    alone = [run("c51", s, [480.0, 500.0], machine=epyc) for s in range(2)]
+    report = build_report(mixed + alone, baseline="c51", wall_time=True)
+    dqn, c51 = report.rows
+    assert dqn.final["mean"].value == 495.0 and dqn.reached == 2
+    assert dqn.wall_to_threshold is None and dqn.wall_time is None and dqn.wall_time_ratio is None
+    assert c51.wall_to_threshold is not None and c51.wall_time is not None
+    text = report.to_markdown()
+    assert "| dqn | CartPole-v1 | 475 | 2/2 | 1,000 [1,000, 1,000] | other machines |" in text
+    assert "| dqn | CartPole-v1 | 2 | other machines | other machines |" in text
     assert "| overrides | code | machine |" in text
-    assert f"| {epyc} |" in text and "| not recorded |" in text
+    assert f"| {epyc} / {xeon} |" in text and f"| {epyc} |" in text
+    # one machine each, but not the same: no ratio between them
+    report = build_report([run("dqn", s, [500.0], machine=xeon) for s in range(2)] + alone, baseline="c51",
+                          wall_time=True)
+    assert report.rows[0].wall_time is not None and report.rows[0].wall_time_ratio is None
+    assert "| dqn | CartPole-v1 | 2 | 10 s [10 s, 10 s] | other machines |" in report.to_markdown()
+    # records from before runs recorded their machine: one unknown machine, no column, wall times as before
+    assert "machine" not in build_report(results()).to_markdown()
+    assert build_report(results(), wall_time=True).rows[0].wall_time is not None
 
 
 def test_markdown_json_and_curves(tmp_path):
