@@ -179,7 +179,7 @@ def group_results(results: Sequence[RunResult]) -> dict[str, dict[str, list[RunR
 
 
 def _machines(runs: Sequence[RunResult]) -> list[str]:
-    """The machines ``runs`` ran on, in order ("not recorded" for a run from before runs recorded theirs)."""
+    """The machines ``runs`` ran on, sorted ("not recorded" for a run from before runs recorded theirs)."""
     return sorted({run.settings.get("machine") or NOT_RECORDED for run in runs})
 
 
