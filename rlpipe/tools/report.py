@@ -217,7 +217,7 @@ def _task_row(group: str, task: str, runs: list[RunResult], groups: dict[str, di
                   {name: stats.bootstrap_estimate([finals], aggregate, seed)
                    for name, aggregate in stats.AGGREGATES.items()},
                   stats.bootstrap_estimate([np.asarray([run.best for run in runs])], stats.mean, seed) if curve
-                  else None, curve=curve)
+                  else None, curve=curve, one_machine=_one_machine(runs))
     other = groups.get(baseline or "", {}).get(task)
     if baseline is not None and group != baseline and other:
         row.improvement = stats.probability_of_improvement([finals], [_finals(other)], seed)
@@ -228,7 +228,6 @@ def _task_row(group: str, task: str, runs: list[RunResult], groups: dict[str, di
         row.reached = sum(r is not None for r in reached)
         row.steps_to_threshold = stats.censored_median(np.asarray([r[0] if r else math.inf for r in reached]), seed)
         walls = [r[1] if r else math.inf for r in reached]
-        row.one_machine = _one_machine(runs)
         if all(wall is not None for wall in walls) and row.one_machine:
             row.wall_to_threshold = stats.censored_median(np.asarray(walls, dtype=np.float64), seed)
     return row
@@ -249,7 +248,6 @@ def _add_wall_time(row: TaskRow, groups: dict[str, dict[str, list[RunResult]]], 
     """``row``'s mean whole-run wall time and, against the baseline on the same task, the ratio of the means
     (each group's runs resampled on their own)."""
     runs = groups[row.group][row.task]
-    row.one_machine = _one_machine(runs)
     times = _whole_run_times(runs)
     if times is None or not row.one_machine:
         return
